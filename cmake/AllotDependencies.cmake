@@ -1,0 +1,33 @@
+# All dependencies come from Debian 12's main archive (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(CLI11 QUIET)
+find_package(OpenSSL REQUIRED)
+find_package(CURL REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG QUIET)
+find_package(SQLite3 QUIET)
+pkg_check_modules(PCRE2 IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC IMPORTED_TARGET libutf8proc)
+pkg_check_modules(GINAC IMPORTED_TARGET ginac)
+if(ALLOT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(ALLOT_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# LibTorch: Debian's libtorch-dev (CPU, Gloo inside), or the wheel's on a GPU machine
+# (pass -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')).
+find_package(Torch REQUIRED)
+# Torch's exported flags include -D_GLIBCXX_USE_CXX11_ABI; keep them, but its include dirs
+# go in as SYSTEM so that torch's own warnings stay out of ours.
+add_library(allot_torch INTERFACE)
+target_include_directories(allot_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+target_link_libraries(allot_torch INTERFACE ${TORCH_LIBRARIES})
+separate_arguments(ALLOT_TORCH_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+target_compile_options(allot_torch INTERFACE ${ALLOT_TORCH_FLAGS})

@@ -1,0 +1,23 @@
+# Every optional part of allot has a switch here.
+option(ALLOT_WERROR "Treat warnings as errors (on in CI)" ON)
+option(ALLOT_BUILD_TESTS "Build the GoogleTest suites" ON)
+option(ALLOT_BUILD_BENCH "Build the Google Benchmark programs" ON)
+option(ALLOT_BUILD_FUZZ "Build libFuzzer targets (needs clang; off with g++)" OFF)
+option(ALLOT_WITH_CUDA "Build against a CUDA libtorch and use NCCL for all-reduce" OFF)
+option(ALLOT_WITH_ONNX "Build ONNX export of the navigator (libonnx-dev)" ON)
+option(ALLOT_USE_CCACHE "Use ccache when it is installed" ON)
+option(ALLOT_USE_PCH "One shared precompiled header for torch-using targets" ON)
+
+if(ALLOT_USE_CCACHE)
+  find_program(CCACHE_PROGRAM ccache)
+  if(CCACHE_PROGRAM)
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+    set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+    message(STATUS "allot: ccache ${CCACHE_PROGRAM}")
+  endif()
+endif()
+
+set(ALLOT_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wnon-virtual-dtor -Wimplicit-fallthrough)
+if(ALLOT_WERROR)
+  list(APPEND ALLOT_WARNINGS -Werror)
+endif()
