@@ -1,0 +1,41 @@
+// A terminal progress bar: steps, rate, ETA and the last reward. When the output is not a
+// terminal (CI, log files, pipes) it prints a plain line at most every `plain_interval_s`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace allot {
+
+class ProgressBar {
+ public:
+  ProgressBar(int64_t total, std::string label, FILE* out = stderr,
+              std::optional<bool> force_tty = std::nullopt, double plain_interval_s = 10.0);
+
+  // `start_step` lets a resumed run show its true position.
+  void Start(int64_t start_step);
+  void Update(int64_t step, std::optional<double> reward = std::nullopt);
+  void Finish();
+
+  // The text of one update, without control characters (for tests and plain output).
+  std::string Render(int64_t step, double elapsed_s) const;
+
+ private:
+  int64_t total_;
+  std::string label_;
+  FILE* out_;
+  bool tty_;
+  double plain_interval_s_;
+  int64_t start_step_ = 0;
+  std::optional<double> reward_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_print_;
+  int64_t last_step_ = 0;
+};
+
+std::string FormatDuration(double seconds);  // "1:02:03" or "02:03"
+
+}  // namespace allot

@@ -1,0 +1,15 @@
+// SHA-256 digests (OpenSSL's libcrypto) for checkpoint manifests and shipped artefacts.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace allot {
+
+std::string Sha256Hex(std::string_view bytes);
+// Streams the file; never loads it whole.
+Result<std::string> Sha256File(const std::string& path);
+
+}  // namespace allot
