@@ -1,36 +1,333 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/config/binder.h"
+#include "core/config/node.h"
+#include "tests/core/temp_dir.h"
 
 namespace allot::config {
 namespace {
 
-struct Inner {
-  double lr = 0.01;
-  int batch = 64;
-  void Describe(Visitor& v) {
-    v.Field("lr", lr, {.min = 0.0});
-    v.Field("batch", batch, {.min = 1});
-  }
-};
-struct Outer {
-  std::string name = "x";
-  Inner dqn;
+struct Endpoint {
+  std::string name;
+  std::string api_key;
+  double usd_per_m_input = 0;
   void Describe(Visitor& v) {
     v.Field("name", name);
-    v.Field("dqn", dqn);
+    v.Field("api_key", api_key, {.secret = true});
+    v.Field("usd_per_m_input", usd_per_m_input, {.min = 0.0});
   }
 };
 
-TEST(ConfigTest, UnknownKeySuggests) {
-  auto root = ParseYaml("name: a\ndqn:\n  lrr: 0.5\n", "x.yaml");
-  ASSERT_TRUE(root.ok());
-  Outer o;
-  Status s = Load(*root, o);
+struct Dqn {
+  double lr = 0.01;
+  int batch_size = 64;
+  bool double_q = true;
+  std::string loss = "mse";
+  std::vector<std::string> targets = {"q", "v"};
+  void Describe(Visitor& v) {
+    v.Field("lr", lr, {.doc = "Adam learning rate", .min = 0.0});
+    v.Field("batch_size", batch_size, {.min = 1});
+    v.Field("double_q", double_q);
+    v.Field("loss", loss, {.choices = {"mse", "huber"}});
+    v.Field("targets", targets);
+  }
+};
+
+struct Root {
+  std::string name = "default";
+  Dqn dqn;
+  std::vector<Endpoint> endpoints;
+  void Describe(Visitor& v) {
+    v.Field("name", name);
+    v.Field("dqn", dqn);
+    v.Field("endpoints", endpoints);
+  }
+};
+
+Status LoadText(const std::string& text, Root& out, std::set<std::string>* secrets = nullptr) {
+  auto node = ParseYaml(text, "x.yaml");
+  if (!node.ok()) return node.status();
+  return Load(*node, out, secrets);
+}
+
+using testing::TempDir;
+
+TEST(ConfigTest, DefaultsStayWhenKeysAreAbsent) {
+  Root r;
+  ASSERT_TRUE(LoadText("name: run1\n", r).ok());
+  EXPECT_EQ(r.name, "run1");
+  EXPECT_DOUBLE_EQ(r.dqn.lr, 0.01);
+  EXPECT_EQ(r.dqn.batch_size, 64);
+}
+
+TEST(ConfigTest, LoadsTypedValues) {
+  Root r;
+  Status s = LoadText(
+      "dqn:\n  lr: 0.5\n  batch_size: 32\n  double_q: false\n  loss: huber\n"
+      "  targets: [a, b, c]\nendpoints:\n  - name: small\n    usd_per_m_input: 0.1\n",
+      r);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_DOUBLE_EQ(r.dqn.lr, 0.5);
+  EXPECT_EQ(r.dqn.batch_size, 32);
+  EXPECT_FALSE(r.dqn.double_q);
+  EXPECT_EQ(r.dqn.loss, "huber");
+  EXPECT_EQ(r.dqn.targets, (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(r.endpoints.size(), 1u);
+  EXPECT_EQ(r.endpoints[0].name, "small");
+}
+
+TEST(ConfigTest, UnknownKeyNamesFileLinePathAndSuggests) {
+  Root r;
+  Status s = LoadText("name: a\ndqn:\n  lrr: 0.5\n", r);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("x.yaml:3:8: dqn.lrr: unknown key (did you mean 'dqn.lr'?)"),
             std::string::npos)
       << s.message();
+}
+
+TEST(ConfigTest, UnknownTopLevelSectionSuggests) {
+  Root r;
+  Status s = LoadText("dqm:\n  lr: 1\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dqm: unknown key (did you mean 'dqn'?)"), std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, UnknownKeyInsideListItem) {
+  Root r;
+  Status s = LoadText("endpoints:\n  - name: a\n  - nme: b\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("x.yaml:3:10: endpoints[1].nme: unknown key (did you mean "
+                             "'endpoints[1].name'?)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, NoSuggestionWhenNothingIsClose) {
+  Root r;
+  Status s = LoadText("zzzzzzzz: 1\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find("did you mean"), std::string::npos) << s.message();
+}
+
+TEST(ConfigTest, WrongTypesAreErrors) {
+  Root r;
+  Status s = LoadText("dqn:\n  batch_size: 3.5\n  lr: fast\n  double_q: maybe\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("x.yaml:2:15: dqn.batch_size: expected an integer, got '3.5'"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("x.yaml:3:7: dqn.lr: expected a number, got 'fast'"),
+            std::string::npos);
+  EXPECT_NE(s.message().find("dqn.double_q: expected true or false"), std::string::npos);
+}
+
+TEST(ConfigTest, QuotedNumberIsAString) {
+  Root r;
+  Status s = LoadText("dqn:\n  lr: \"0.5\"\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("expected a number, got the string '0.5'"), std::string::npos);
+}
+
+TEST(ConfigTest, SectionGivenAsScalarIsAnError) {
+  Root r;
+  Status s = LoadText("dqn: 3\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dqn: expected a section"), std::string::npos);
+}
+
+TEST(ConfigTest, OutOfRangeValues) {
+  Root r;
+  Status s = LoadText("dqn:\n  batch_size: 0\n  lr: -1\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dqn.batch_size: 0 is out of range [1.0, 2147483647.0]"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("dqn.lr: -1 is out of range [0.0, inf]"), std::string::npos);
+}
+
+TEST(ConfigTest, IntegerOverflowIsAnError) {
+  Root r;
+  Status s = LoadText("dqn:\n  batch_size: 99999999999\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("out of range"), std::string::npos);
+}
+
+TEST(ConfigTest, ChoicesAreEnforcedWithSuggestion) {
+  Root r;
+  Status s = LoadText("dqn:\n  loss: hubber\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'hubber' is not one of: mse, huber (did you mean 'huber'?)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, AllErrorsAreReportedAtOnce) {
+  Root r;
+  Status s = LoadText("dqn:\n  lrr: 1\n  batch_size: x\nfoo: 1\n", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dqn.lrr"), std::string::npos);
+  EXPECT_NE(s.message().find("dqn.batch_size"), std::string::npos);
+  EXPECT_NE(s.message().find("foo: unknown key"), std::string::npos);
+}
+
+TEST(ConfigTest, YamlSyntaxErrorNamesFileAndLine) {
+  auto node = ParseYaml("a: 1\nb: [1, 2\n", "bad.yaml");
+  ASSERT_FALSE(node.ok());
+  EXPECT_NE(node.status().message().find("bad.yaml:"), std::string::npos);
+  EXPECT_NE(node.status().message().find("YAML syntax error"), std::string::npos);
+}
+
+TEST(ConfigTest, DuplicateKeyIsAnError) {
+  auto node = ParseYaml("a: 1\na: 2\n", "dup.yaml");
+  ASSERT_FALSE(node.ok());
+  EXPECT_NE(node.status().message().find("dup.yaml:2:1: duplicate key 'a'"), std::string::npos)
+      << node.status().message();
+}
+
+TEST(ConfigTest, OverridesApplyDottedPaths) {
+  auto node = ParseYaml("dqn:\n  lr: 0.5\n", "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(ApplyOverride(*node, "dqn.batch_size=16").ok());
+  ASSERT_TRUE(ApplyOverride(*node, "dqn.lr=0.25").ok());
+  ASSERT_TRUE(ApplyOverride(*node, "dqn.targets=[x, y]").ok());
+  Root r;
+  ASSERT_TRUE(Load(*node, r).ok());
+  EXPECT_EQ(r.dqn.batch_size, 16);
+  EXPECT_DOUBLE_EQ(r.dqn.lr, 0.25);
+  EXPECT_EQ(r.dqn.targets, (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(ConfigTest, OverrideErrorsNameTheOverride) {
+  auto node = ParseYaml("dqn:\n  lr: 0.5\n", "x.yaml");
+  ASSERT_TRUE(node.ok());
+  EXPECT_FALSE(ApplyOverride(*node, "novalue").ok());
+  EXPECT_FALSE(ApplyOverride(*node, "dqn.lr.x=1").ok());
+  ASSERT_TRUE(ApplyOverride(*node, "dqn.batch_size=abc").ok());
+  Root r;
+  Status s = Load(*node, r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--set dqn.batch_size: dqn.batch_size: expected an integer"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, EnvInterpolationAndRedaction) {
+  auto node = ParseYaml(
+      "endpoints:\n  - name: api\n    api_key: ${TEST_KEY}\nname: run-${TEST_SUFFIX:-none}\n",
+      "x.yaml");
+  ASSERT_TRUE(node.ok());
+  EnvLookup env = [](const std::string& n) -> std::optional<std::string> {
+    if (n == "TEST_KEY") return "sk-very-secret";
+    return std::nullopt;
+  };
+  ASSERT_TRUE(InterpolateEnv(*node, env).ok());
+  Root r;
+  std::set<std::string> secrets;
+  ASSERT_TRUE(Load(*node, r, &secrets).ok());
+  EXPECT_EQ(r.endpoints[0].api_key, "sk-very-secret");
+  EXPECT_EQ(r.name, "run-none");
+  const std::string printed = ToYaml(r, {.secret_paths = secrets});
+  EXPECT_EQ(printed.find("sk-very-secret"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("api_key: <redacted>"), std::string::npos) << printed;
+  // Interpolated values are redacted even in fields not marked secret.
+  EXPECT_NE(printed.find("name: <redacted>"), std::string::npos) << printed;
+}
+
+TEST(ConfigTest, SecretFieldIsRedactedEvenWhenLiteral) {
+  Root r;
+  r.endpoints.push_back({"x", "sk-literal-key", 0});
+  const std::string printed = ToYaml(r);
+  EXPECT_EQ(printed.find("sk-literal-key"), std::string::npos);
+}
+
+TEST(ConfigTest, MissingEnvVarIsAnErrorWithLine) {
+  auto node = ParseYaml("name: ${ALLOT_SURELY_UNSET_VAR}\n", "x.yaml");
+  ASSERT_TRUE(node.ok());
+  Status s = InterpolateEnv(*node, [](const std::string&) { return std::nullopt; });
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("x.yaml:1:7: environment variable ALLOT_SURELY_UNSET_VAR is not set"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, EscapedDollarIsLiteral) {
+  auto node = ParseYaml("name: cost$${X}\n", "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(InterpolateEnv(*node, ProcessEnv()).ok());
+  Root r;
+  ASSERT_TRUE(Load(*node, r).ok());
+  EXPECT_EQ(r.name, "cost${X}");
+}
+
+TEST(ConfigTest, IncludeMergesAndOverrides) {
+  TempDir dir;
+  dir.Write("base.yaml", "name: base\ndqn:\n  lr: 0.1\n  batch_size: 8\n");
+  const std::string top = dir.Write("top.yaml", "include: base.yaml\ndqn:\n  lr: 0.2\n");
+  auto node = LoadFile(top);
+  ASSERT_TRUE(node.ok()) << node.status().message();
+  Root r;
+  ASSERT_TRUE(Load(*node, r).ok());
+  EXPECT_EQ(r.name, "base");
+  EXPECT_DOUBLE_EQ(r.dqn.lr, 0.2);
+  EXPECT_EQ(r.dqn.batch_size, 8);
+}
+
+TEST(ConfigTest, ErrorsInIncludedFileNameThatFile) {
+  TempDir dir;
+  dir.Write("base.yaml", "dqn:\n  batchsize: 8\n");
+  const std::string top = dir.Write("top.yaml", "include: base.yaml\n");
+  auto node = LoadFile(top);
+  ASSERT_TRUE(node.ok());
+  Root r;
+  Status s = Load(*node, r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("base.yaml:2:14: dqn.batchsize: unknown key"), std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, IncludeCycleIsAnError) {
+  TempDir dir;
+  dir.Write("a.yaml", "include: b.yaml\n");
+  const std::string b = dir.Write("b.yaml", "include: a.yaml\n");
+  auto node = LoadFile(b);
+  ASSERT_FALSE(node.ok());
+  EXPECT_NE(node.status().message().find("include cycle"), std::string::npos);
+}
+
+TEST(ConfigTest, MissingIncludeNamesTheIncludingLine) {
+  TempDir dir;
+  const std::string top = dir.Write("top.yaml", "name: x\ninclude: nope.yaml\n");
+  auto node = LoadFile(top);
+  ASSERT_FALSE(node.ok());
+  EXPECT_NE(node.status().message().find("top.yaml:2:10: include"), std::string::npos)
+      << node.status().message();
+}
+
+TEST(ConfigTest, PrintedYamlLoadsBackToTheSameValues) {
+  Root r;
+  r.dqn.lr = 0.123;
+  r.dqn.loss = "huber";
+  r.endpoints.push_back({"e1", "", 2.5});
+  auto node = ParseYaml(ToYaml(r), "printed.yaml");
+  ASSERT_TRUE(node.ok());
+  Root back;
+  ASSERT_TRUE(Load(*node, back).ok());
+  EXPECT_DOUBLE_EQ(back.dqn.lr, 0.123);
+  EXPECT_EQ(back.dqn.loss, "huber");
+  ASSERT_EQ(back.endpoints.size(), 1u);
+  EXPECT_DOUBLE_EQ(back.endpoints[0].usd_per_m_input, 2.5);
+}
+
+TEST(ConfigTest, EditDistance) {
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(ClosestMatch("batchsize", {"batch_size", "lr"}), "batch_size");
+  EXPECT_EQ(ClosestMatch("qqqqqqq", {"batch_size", "lr"}), "");
 }
 
 }  // namespace
