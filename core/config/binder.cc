@@ -86,7 +86,11 @@ const ConfigNode* LoadVisitor::Lookup(std::string_view key, std::string* path) {
   if (f.node == nullptr) return nullptr;
   const ConfigNode* n = f.node->Find(std::string(key));
   if (n == nullptr || n->is_null()) return nullptr;
-  if (n->secret()) secret_paths_.insert(*path);
+  if (n->secret()) {
+    // Print the ${VAR} placeholder back, unless its fallback could itself be a secret.
+    const bool safe = n->raw().find(":-") == std::string::npos;
+    secret_paths_[*path] = safe ? n->raw() : "<redacted>";
+  }
   return n;
 }
 
@@ -327,9 +331,14 @@ class EmitVisitor : public Visitor {
   }
   void Value(std::string_view key, std::string& v, const FieldSpec& spec) override {
     const std::string path = JoinPath(Path(), key);
-    const bool redact = (spec.secret && !v.empty()) || options_.secret_paths.count(path) > 0;
     Key(key);
-    out_ << (redact ? std::string("<redacted>") : v);
+    if (auto it = options_.secret_paths.find(path); it != options_.secret_paths.end()) {
+      out_ << it->second;
+    } else if (spec.secret && !v.empty()) {
+      out_ << std::string("<redacted>");
+    } else {
+      out_ << v;
+    }
     Doc(spec);
   }
   void Value(std::string_view key, std::vector<std::string>& v, const FieldSpec& spec) override {
@@ -384,9 +393,9 @@ class EmitVisitor : public Visitor {
   std::string Path() const { return paths_.empty() ? "" : paths_.back(); }
   void Key(std::string_view key) { out_ << YAML::Key << std::string(key) << YAML::Value; }
   void Scalar(std::string_view key, const std::string& text, const FieldSpec& spec) {
-    const bool redact = options_.secret_paths.count(JoinPath(Path(), key)) > 0;
+    auto it = options_.secret_paths.find(JoinPath(Path(), key));
     Key(key);
-    out_ << (redact ? std::string("<redacted>") : text);
+    out_ << (it != options_.secret_paths.end() ? it->second : text);
     Doc(spec);
   }
   void Doc(const FieldSpec& spec) {

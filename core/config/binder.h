@@ -1,6 +1,7 @@
 // Binding ConfigNode trees to typed config structs, and printing them back as YAML.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ class LoadVisitor : public Visitor {
   // Checks the root for unknown keys and returns all errors as one status.
   Status Finish();
   // Dotted paths whose values came from `${ENV}`.
-  const std::set<std::string>& secret_paths() const { return secret_paths_; }
+  const std::map<std::string, std::string>& secret_paths() const { return secret_paths_; }
 
  private:
   struct Frame {
@@ -53,7 +54,7 @@ class LoadVisitor : public Visitor {
   std::vector<const ConfigNode*> lists_;
   std::vector<std::string> list_paths_;
   std::vector<std::string> errors_;
-  std::set<std::string> secret_paths_;
+  std::map<std::string, std::string> secret_paths_;
 };
 
 // Prints a struct as YAML: the resolved config, or the defaults. Secret fields and values
@@ -61,12 +62,14 @@ class LoadVisitor : public Visitor {
 class EmitVisitor;
 struct EmitOptions {
   bool with_docs = false;
-  std::set<std::string> secret_paths;
+  // Paths to redact, each with what to print instead ("${VAR}" keeps resume working).
+  std::map<std::string, std::string> secret_paths;
 };
 std::string EmitYaml(const std::function<void(Visitor&)>& describe, const EmitOptions& options);
 
 template <typename T>
-Status Load(const ConfigNode& root, T& out, std::set<std::string>* secret_paths = nullptr) {
+Status Load(const ConfigNode& root, T& out,
+            std::map<std::string, std::string>* secret_paths = nullptr) {
   LoadVisitor v(root);
   out.Describe(v);
   Status s = v.Finish();

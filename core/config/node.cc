@@ -265,6 +265,7 @@ Status InterpolateEnv(ConfigNode& node, const EnvLookup& env) {
   ConfigNode replaced = ConfigNode::Scalar(out, node.origin());
   replaced.set_quoted(node.quoted());
   replaced.set_secret(substituted);
+  if (substituted) replaced.set_raw(in);
   node = std::move(replaced);
   return Status::Ok();
 }

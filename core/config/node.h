@@ -52,6 +52,9 @@ class ConfigNode {
   // resolved config and in logs.
   bool secret() const { return secret_; }
   void set_secret(bool s) { secret_ = s; }
+  // For an interpolated scalar: the text before interpolation ("${OPENAI_API_KEY}").
+  const std::string& raw() const { return raw_; }
+  void set_raw(std::string raw) { raw_ = std::move(raw); }
 
   // Maps keep insertion order so the resolved config reads like the source.
   std::vector<std::pair<std::string, ConfigNode>>& entries() { return entries_; }
@@ -75,6 +78,7 @@ class ConfigNode {
   std::string scalar_;
   bool quoted_ = false;
   bool secret_ = false;
+  std::string raw_;
   std::vector<std::pair<std::string, ConfigNode>> entries_;
   std::vector<ConfigNode> items_;
 };

@@ -1,0 +1,70 @@
+#include "apps/allot_config.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/config/binder.h"
+#include "core/config/node.h"
+#include "core/logging.h"
+
+namespace allot::apps {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Registers every ${ENV}-derived value as a log secret.
+void RegisterSecrets(const config::ConfigNode& n) {
+  if (n.is_scalar() && n.secret()) RegisterSecret(n.scalar());
+  for (const auto& [k, v] : n.entries()) RegisterSecrets(v);
+  for (const auto& v : n.items()) RegisterSecrets(v);
+}
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+}  // namespace
+
+Result<LoadedConfig> LoadConfig(const std::string& path,
+                                const std::vector<std::string>& overrides) {
+  ALLOT_ASSIGN_OR_RETURN(config::ConfigNode root, config::LoadFile(path));
+  for (const auto& o : overrides) ALLOT_RETURN_IF_ERROR(config::ApplyOverride(root, o));
+  RegisterSecrets(root);
+  LoadedConfig loaded;
+  loaded.source = path;
+  ALLOT_RETURN_IF_ERROR(config::Load(root, loaded.config, &loaded.secret_paths));
+  return loaded;
+}
+
+std::string ResolvedYaml(LoadedConfig& loaded, bool with_docs) {
+  return config::ToYaml(loaded.config,
+                        {.with_docs = with_docs, .secret_paths = loaded.secret_paths});
+}
+
+Result<std::string> FindRecipe(const std::string& name_or_path) {
+  std::error_code ec;
+  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  const std::string file = name_or_path + ".yaml";
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("ALLOT_CONFIGS_DIR")) dirs.emplace_back(env);
+  dirs.emplace_back("configs");
+  const std::string exe = ExecutableDir();
+  if (!exe.empty()) {
+    dirs.push_back(fs::path(exe) / "../share/allot/configs");
+    dirs.push_back(fs::path(exe) / "../configs");
+    dirs.push_back(fs::path(exe) / "../../configs");  // build/apps/allot in a source tree
+  }
+  std::string tried;
+  for (const auto& d : dirs) {
+    const fs::path p = d / file;
+    if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
+    tried += "\n  " + p.lexically_normal().string();
+  }
+  return NotFound("recipe '" + name_or_path + "' not found; looked in:" + tried);
+}
+
+}  // namespace allot::apps

@@ -1,0 +1,46 @@
+// AllotConfig: the whole configuration of a run, assembled from each module's section.
+// The defaults live in the sections' member initializers; recipes in configs/ override them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/schema.h"
+#include "core/run_config.h"
+#include "core/status.h"
+#include "trainer/trainer_config.h"
+
+namespace allot::apps {
+
+struct AllotConfig {
+  RunConfig run;
+  LoggingConfig logging;
+  CheckpointConfig checkpoint;
+  trainer::TrainerConfig trainer;
+
+  void Describe(config::Visitor& v) {
+    v.Field("run", run);
+    v.Field("logging", logging);
+    v.Field("checkpoint", checkpoint);
+    v.Field("trainer", trainer);
+  }
+};
+
+struct LoadedConfig {
+  AllotConfig config;
+  std::map<std::string, std::string> secret_paths;  // values from ${ENV}: printed as ${VAR}
+  std::string source;                  // the file it came from
+};
+
+// Loads a recipe file, applies `--set` overrides, binds and validates.
+Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::string>& overrides);
+
+// The resolved config as YAML, secrets redacted.
+std::string ResolvedYaml(LoadedConfig& loaded, bool with_docs = false);
+
+// Finds configs/<name>.yaml: a path as given, then $ALLOT_CONFIGS_DIR, ./configs, and the
+// configs/ folder next to the installed or built executable.
+Result<std::string> FindRecipe(const std::string& name_or_path);
+
+}  // namespace allot::apps

@@ -1,0 +1,120 @@
+// allot train | resume | sft | eval | export
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "apps/allot_config.h"
+#include "apps/commands.h"
+#include "apps/engines.h"
+#include "core/logging.h"
+#include "core/run_directory.h"
+
+namespace allot::apps {
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string name;
+  int nproc = 1;
+};
+
+struct ResumeArgs {
+  std::string run;
+  std::string output_dir = "runs";
+  std::vector<std::string> overrides;
+};
+
+int Fail(const char* command, const Status& s) {
+  std::cerr << "allot " << command << ": " << s.message() << "\n";
+  return kExitError;
+}
+
+int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
+  const auto& cfg = loaded.config;
+  TrainEngine engine = FindTrainEngine(cfg.trainer.algorithm);
+  if (engine == nullptr) {
+    const std::string what = "the " + cfg.trainer.algorithm + " trainer";
+    return NotLanded(command, what.c_str());
+  }
+  auto run = RunDirectory::Open(cfg.run.output_dir, cfg.run.name, resume);
+  if (!run.ok()) return Fail(command, run.status());
+  if (Status s = SetupLogging(cfg.logging.level, run->log_path()); !s.ok()) {
+    return Fail(command, s);
+  }
+  if (!resume) {
+    if (Status s = run->WriteConfig(ResolvedYaml(loaded)); !s.ok()) return Fail(command, s);
+  }
+  spdlog::info("{} run '{}' in {} ({})", resume ? "resuming" : "starting", cfg.run.name,
+               run->path(), cfg.trainer.algorithm);
+  RunContext ctx{loaded, *run, resume};
+  return engine(ctx);
+}
+
+int Train(const TrainArgs& a) {
+  if (a.nproc > 1) return NotLanded("train --nproc", "multi-process data-parallel learning");
+  std::vector<std::string> overrides = a.overrides;
+  if (!a.name.empty()) overrides.push_back("run.name=" + a.name);
+  auto loaded = LoadConfig(a.config, overrides);
+  if (!loaded.ok()) return Fail("train", loaded.status());
+  return StartRun("train", *loaded, /*resume=*/false);
+}
+
+int Resume(const ResumeArgs& a) {
+  const std::string config = (std::filesystem::path(a.output_dir) / a.run / "config.yaml").string();
+  if (!std::filesystem::exists(config)) {
+    return Fail("resume", NotFound("no run at " + config));
+  }
+  std::vector<std::string> overrides = a.overrides;
+  // The run keeps its own name and place even if config.yaml was copied.
+  overrides.push_back("run.name=" + a.run);
+  overrides.push_back("run.output_dir=" + a.output_dir);
+  auto loaded = LoadConfig(config, overrides);
+  if (!loaded.ok()) return Fail("resume", loaded.status());
+  return StartRun("resume", *loaded, /*resume=*/true);
+}
+
+}  // namespace
+
+int NotLanded(const char* command, const char* what) {
+  std::cerr << "allot " << command << ": " << what
+            << " has not landed yet in this version of allot (see docs/architecture.md)\n";
+  return kExitNotLanded;
+}
+
+void AddRunCommands(CLI::App& app, int* exit_code) {
+  auto train = std::make_shared<TrainArgs>();
+  CLI::App* t = app.add_subcommand("train", "Start a training run from a YAML recipe");
+  t->add_option("-c,--config", train->config, "recipe YAML (configs/*.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  t->add_option("--set", train->overrides, "dotted override, e.g. --set trainer.total_steps=10");
+  t->add_option("--name", train->name, "run name (shortcut for --set run.name=NAME)");
+  t->add_option("--nproc", train->nproc, "learner processes on this host")->check(CLI::PositiveNumber);
+  t->callback([=] { *exit_code = Train(*train); });
+
+  auto resume = std::make_shared<ResumeArgs>();
+  CLI::App* r = app.add_subcommand("resume", "Resume a run from its latest valid checkpoint");
+  r->add_option("run", resume->run, "run name")->required();
+  r->add_option("--output-dir", resume->output_dir, "where run directories live");
+  r->add_option("--set", resume->overrides, "dotted override applied on top of the run's config");
+  r->callback([=] { *exit_code = Resume(*resume); });
+
+  auto sink = std::make_shared<std::vector<std::string>>();
+  CLI::App* sft = app.add_subcommand("sft", "Supervised fine-tuning (cold start) of a policy");
+  sft->add_option("-c,--config", *sink, "recipe YAML");
+  sft->callback([=] { *exit_code = NotLanded("sft", "the SFT trainer"); });
+
+  CLI::App* eval = app.add_subcommand("eval", "Evaluate a trained policy over a dataset");
+  eval->add_option("run", *sink, "run name or export directory");
+  eval->callback([=] { *exit_code = NotLanded("eval", "policy evaluation"); });
+
+  CLI::App* exp = app.add_subcommand("export", "Export a trained policy for serving");
+  exp->add_option("run", *sink, "run name");
+  exp->add_option("--format", *sink, "peft | onnx | safetensors | hf");
+  exp->callback([=] { *exit_code = NotLanded("export", "policy export"); });
+}
+
+}  // namespace allot::apps

@@ -1,0 +1,75 @@
+#include "rewards/math_expr.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "rewards/answer_equivalence.h"
+
+namespace allot::rewards {
+namespace {
+
+TEST(MathExprTest, CanonicalForms) {
+  EXPECT_EQ(*CanonicalMath("\\frac{1}{2}"), "1/2");
+  EXPECT_EQ(*CanonicalMath("0.25"), "1/4");
+  EXPECT_EQ(*CanonicalMath("\\sqrt{8}"), "2*sqrt(2)");
+  EXPECT_EQ(*CanonicalMath("2^{10}"), "1024");
+  EXPECT_EQ(*CanonicalMath("3!"), "6");
+}
+
+TEST(MathExprTest, SymbolicEquality) {
+  EXPECT_TRUE(*MathEqual("(x+1)^2", "x^2+2x+1"));
+  EXPECT_FALSE(*MathEqual("(x+1)^2", "x^2+1"));
+  EXPECT_TRUE(*MathEqual("\\frac{x^2-1}{x-1}", "x+1"));
+  EXPECT_TRUE(*MathEqual("\\sin^2 x+\\cos^2 x", "1"));
+}
+
+TEST(MathExprTest, UnsupportedAndMalformedAreErrorsNotCrashes) {
+  for (const char* bad : {"\\infty", "1 \\pm 2", "\\frac{1}{0}", "(((", ")", "2^", "\\frac{1}",
+                          "x_", "\\unknowncmd", "1e999999999", "1000!", "0^{-1}"}) {
+    Result<std::string> r = CanonicalMath(bad);
+    EXPECT_FALSE(r.ok()) << bad << " -> " << (r.ok() ? *r : "");
+  }
+}
+
+TEST(MathExprTest, LimitsAreResourceErrors) {
+  EXPECT_EQ(CanonicalMath("2^{2^{30}}").status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(CanonicalMath("x^{100000}").status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(CanonicalMath("(x^{200})^{200}").status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(CanonicalMath(std::string(300, '9')).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(CanonicalMath(std::string(200, '(') + "1" + std::string(200, ')')).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(CanonicalMath(std::string(2000, '1')).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(CanonicalMath(std::string(100, '-') + "1").status().code(),
+            StatusCode::kResourceExhausted);
+}
+
+// The clock check is a hang guard with a wide margin, not a performance assertion.
+TEST(MathExprTest, HostileLatexIsBoundedInTime) {
+  std::string nested_frac;
+  for (int i = 0; i < 5000; ++i) nested_frac += "\\frac{1}{";
+  std::string tower = "2";
+  for (int i = 0; i < 50; ++i) tower = "2^{" + tower + "}";
+  std::string big_expansion = "(a+b+c+d+e+f+g)^{250}";
+  std::string megabyte(1 << 20, 'x');
+  std::string nested_sqrt;
+  for (int i = 0; i < 40; ++i) nested_sqrt += "\\sqrt{";
+  nested_sqrt += "2" + std::string(40, '}');
+  auto start = std::chrono::steady_clock::now();
+  for (const std::string& s : {nested_frac, tower, big_expansion, megabyte, nested_sqrt}) {
+    (void)CanonicalMath(s);
+    (void)MathEqual(s, "1");
+    EXPECT_FALSE(AnswersEquivalent(s, "1").equivalent);
+  }
+  // A large but allowed expansion is decided by evaluation rather than expand().
+  Result<bool> eq = MathEqual(big_expansion, big_expansion + "+1");
+  ASSERT_TRUE(eq.ok()) << eq.status().ToString();
+  EXPECT_FALSE(*eq);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+}  // namespace
+}  // namespace allot::rewards
