@@ -21,3 +21,12 @@ set(ALLOT_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initia
 if(ALLOT_WERROR)
   list(APPEND ALLOT_WARNINGS -Werror)
 endif()
+
+if(ALLOT_BUILD_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "ALLOT_BUILD_FUZZ needs clang (CC=clang CXX=clang++); see scripts/fuzz.sh")
+  endif()
+  # Coverage instrumentation everywhere; the fuzzer's main() only in the fuzz targets.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

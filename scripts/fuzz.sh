@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang into build-fuzz/ and runs each for a bounded number
+# of iterations (ctest label "fuzz"). ALLOT_FUZZ_RUNS sets the iterations (default 20000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v clang++ >/dev/null 2>&1; then
+  echo "==> [fuzz] clang++ not found: skipping the fuzz targets (scripts/setup.sh installs it)"
+  exit 0
+fi
+FUZZ_DIR=${ALLOT_FUZZ_BUILD_DIR:-build-fuzz}
+echo "==> [fuzz] configure ${FUZZ_DIR} with clang"
+CC=clang CXX=clang++ cmake -S . -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DALLOT_BUILD_FUZZ=ON -DALLOT_BUILD_BENCH=OFF -DALLOT_USE_PCH=OFF -DALLOT_WERROR=OFF >/dev/null
+echo "==> [fuzz] build"
+cmake --build "$FUZZ_DIR" -j "$(nproc)" --target allot_fuzz_all
+echo "==> [fuzz] run"
+ctest --test-dir "$FUZZ_DIR" --output-on-failure -L fuzz
