@@ -1,0 +1,157 @@
+// Config sections of the rollout layer: the worker, the learner-side dispatcher and their
+// shared transport security settings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/schema.h"
+
+namespace allot::rollout {
+
+// Transport security. A worker that binds a non-loopback address refuses to start unless a
+// token or mutual TLS is configured. The dispatcher uses the same section as a client.
+struct AuthConfig {
+  // Shared secret sent as `authorization: Bearer <token>` metadata and compared in constant
+  // time. Prefer `${ALLOT_ROLLOUT_TOKEN}` in YAML so that it stays out of files.
+  std::string token;
+  // Mutual TLS: PEM paths. On the worker, cert/key are its server identity and ca verifies the
+  // learner's client certificate; on the dispatcher, cert/key are its client identity and ca
+  // verifies the worker.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  // Client side only: the name to verify in the worker's certificate (empty: the host dialled).
+  std::string tls_server_name;
+
+  bool tls() const { return !tls_cert.empty() || !tls_key.empty() || !tls_ca.empty(); }
+
+  void Describe(config::Visitor& v) {
+    v.Field("token", token, {.doc = "shared secret for the authorization metadata", .secret = true});
+    v.Field("tls_cert", tls_cert, {.doc = "PEM certificate chain (server or client identity)"});
+    v.Field("tls_key", tls_key, {.doc = "PEM private key matching tls_cert"});
+    v.Field("tls_ca", tls_ca, {.doc = "PEM CA bundle verifying the peer (mutual TLS)"});
+    v.Field("tls_server_name", tls_server_name,
+            {.doc = "dispatcher only: expected name in the worker's certificate"});
+  }
+};
+
+// `allot rollout-worker`.
+struct WorkerConfig {
+  std::string listen = "127.0.0.1:50051";
+  std::string worker_id;  // empty: host:pid
+  int capacity = 64;
+  int threads = 8;
+  int64_t max_message_bytes = 4 << 20;
+  int64_t chunk_bytes = 1 << 20;
+  int64_t max_trajectory_bytes = 256 << 20;
+  int64_t max_policy_bytes = 1LL << 30;
+  double drain_timeout_s = 30.0;
+  std::string metrics_listen = "127.0.0.1:9464";
+  std::string port_file;
+  AuthConfig auth;
+
+  void Describe(config::Visitor& v) {
+    v.Field("listen", listen,
+            {.doc = "gRPC address host:port (port 0 picks a free one); non-loopback needs auth"});
+    v.Field("worker_id", worker_id, {.doc = "name reported to the learner (default host:pid)"});
+    v.Field("capacity", capacity,
+            {.doc = "episodes held at once, from acceptance to the learner's ack", .min = 1,
+             .max = 1 << 20});
+    v.Field("threads", threads, {.doc = "episode threads", .min = 1, .max = 4096});
+    v.Field("max_message_bytes", max_message_bytes,
+            {.doc = "largest gRPC message received", .min = 64 << 10, .max = 64 << 20});
+    v.Field("chunk_bytes", chunk_bytes,
+            {.doc = "trajectories larger than this travel in parts", .min = 4 << 10,
+             .max = 32 << 20});
+    v.Field("max_trajectory_bytes", max_trajectory_bytes,
+            {.doc = "largest serialized trajectory an env may return", .min = 1 << 10,
+             .max = 4.0 * (1LL << 30)});
+    v.Field("max_policy_bytes", max_policy_bytes,
+            {.doc = "largest policy update accepted", .min = 1 << 10, .max = 16.0 * (1LL << 30)});
+    v.Field("drain_timeout_s", drain_timeout_s,
+            {.doc = "on SIGTERM/Drain: time to finish in-flight episodes before returning them",
+             .min = 0.0, .max = 3600.0});
+    v.Field("metrics_listen", metrics_listen,
+            {.doc = "HTTP address for /metrics (Prometheus text); empty disables"});
+    v.Field("port_file", port_file,
+            {.doc = "write the bound gRPC address here once serving (for launchers)"});
+    v.Field("auth", auth);
+  }
+};
+
+// The learner side.
+struct DispatcherConfig {
+  std::vector<std::string> workers;
+  int heartbeat_interval_ms = 500;
+  int missed_heartbeats = 3;
+  int reconnect_initial_ms = 100;
+  int reconnect_max_ms = 5000;
+  int64_t max_policy_lag = 1;
+  std::string stale_policy = "discard";
+  double stale_weight_decay = 0.5;
+  int max_attempts = 8;
+  int64_t max_buffered = 1 << 16;
+  int64_t max_message_bytes = 4 << 20;
+  int64_t chunk_bytes = 1 << 20;
+  int64_t max_trajectory_bytes = 256 << 20;
+  bool deliver_groups = false;
+  std::string learner_id = "learner";
+  AuthConfig auth;
+
+  void Describe(config::Visitor& v) {
+    v.Field("workers", workers, {.doc = "rollout worker addresses host:port"});
+    v.Field("heartbeat_interval_ms", heartbeat_interval_ms,
+            {.doc = "heartbeat period per worker", .min = 10, .max = 60000});
+    v.Field("missed_heartbeats", missed_heartbeats,
+            {.doc = "consecutive misses before a worker is declared dead", .min = 1, .max = 100});
+    v.Field("reconnect_initial_ms", reconnect_initial_ms,
+            {.doc = "first reconnect delay (doubles up to reconnect_max_ms, with jitter)",
+             .min = 1, .max = 60000});
+    v.Field("reconnect_max_ms", reconnect_max_ms, {.min = 1, .max = 600000});
+    v.Field("max_policy_lag", max_policy_lag,
+            {.doc = "staleness bound k: trajectories sampled more than k versions ago are "
+                    "handled per stale_policy; -1 disables",
+             .min = -1});
+    v.Field("stale_policy", stale_policy,
+            {.doc = "discard (re-run the episode) or downweight (keep it with a smaller weight)",
+             .choices = {"discard", "downweight"}});
+    v.Field("stale_weight_decay", stale_weight_decay,
+            {.doc = "downweight: weight = decay^(lag - max_policy_lag)", .min = 0.0, .max = 1.0});
+    v.Field("max_attempts", max_attempts,
+            {.doc = "dispatches per episode before it is closed as failed", .min = 1,
+             .max = 1000});
+    v.Field("max_buffered", max_buffered,
+            {.doc = "episodes in flight plus finished-not-consumed before dispatch pauses",
+             .min = 1});
+    v.Field("max_message_bytes", max_message_bytes, {.min = 64 << 10, .max = 64 << 20});
+    v.Field("chunk_bytes", chunk_bytes,
+            {.doc = "policy updates travel in chunks of this size", .min = 4 << 10,
+             .max = 32 << 20});
+    v.Field("max_trajectory_bytes", max_trajectory_bytes,
+            {.min = 1 << 10, .max = 4.0 * (1LL << 30)});
+    v.Field("deliver_groups", deliver_groups,
+            {.doc = "hold GRPO groups until complete and deliver them together"});
+    v.Field("learner_id", learner_id, {.doc = "name sent to workers in Hello"});
+    v.Field("auth", auth);
+  }
+};
+
+// Everything of the rollout layer a recipe sets: `rollout:` in the top-level config.
+struct RolloutConfig {
+  // Workers started inside the learner process (same protocol, in-process channel).
+  int in_process_workers = 0;
+  WorkerConfig worker;
+  DispatcherConfig dispatcher;
+
+  void Describe(config::Visitor& v) {
+    v.Field("in_process_workers", in_process_workers,
+            {.doc = "workers run inside the learner (single-machine runs)", .min = 0,
+             .max = 1024});
+    v.Field("worker", worker);
+    v.Field("dispatcher", dispatcher);
+  }
+};
+
+}  // namespace allot::rollout
