@@ -1,0 +1,391 @@
+#include "rewards/answer_extractor.h"
+
+#include <cctype>
+#include <vector>
+
+namespace allot::rewards {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+bool IsAlpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsAlpha(c) || IsDigit(c); }
+char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Strips surrounding markdown emphasis, math delimiters and a trailing period or colon.
+std::string_view StripDecorations(std::string_view s) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    s = Trim(s);
+    while (!s.empty() && (s.back() == '.' || s.back() == '*' || s.back() == ':')) {
+      // Keep the period of "5." only when it is part of a number like "3.": never; drop it.
+      s.remove_suffix(1);
+      changed = true;
+    }
+    while (!s.empty() && s.front() == '*') {
+      s.remove_prefix(1);
+      changed = true;
+    }
+    if (s.size() >= 2 && s.front() == '$' && s.back() == '$' && s.find('$', 1) == s.size() - 1) {
+      s = s.substr(1, s.size() - 2);
+      changed = true;
+    }
+  }
+  return s;
+}
+
+bool StartsWithIgnoreCase(std::string_view s, size_t pos, std::string_view word) {
+  if (pos + word.size() > s.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (Lower(s[pos + i]) != word[i]) return false;
+  }
+  return true;
+}
+
+ExtractedAnswer Found(std::string_view text, const char* method) {
+  ExtractedAnswer a;
+  a.text = std::string(Trim(text));
+  a.found = !a.text.empty();
+  a.method = a.found ? method : "none";
+  return a;
+}
+
+ExtractedAnswer NotFound() { return ExtractedAnswer{false, "", "none"}; }
+
+// For every '{' at index i, match[i] is the index of its closing '}' (or npos). One pass with an
+// explicit stack, so that extracting the last of many \boxed stays linear. Escaped braces
+// (\{ \}) are text, not grouping.
+std::vector<size_t> MatchBraces(std::string_view s) {
+  std::vector<size_t> match(s.size(), std::string_view::npos);
+  std::vector<size_t> stack;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '\\' && i + 1 < s.size()) {
+      char n = s[i + 1];
+      if (n == '{' || n == '}' || n == '\\') {
+        ++i;
+        continue;
+      }
+    } else if (c == '{') {
+      stack.push_back(i);
+    } else if (c == '}' && !stack.empty()) {
+      match[stack.back()] = i;
+      stack.pop_back();
+    }
+  }
+  return match;
+}
+
+// Finds the last occurrence of "answer is" / "answer:" and returns the rest of its sentence.
+std::string_view AnswerIsSpan(std::string_view text) {
+  std::string_view best;
+  bool have = false;
+  for (size_t pos = 0; pos + 6 <= text.size(); ++pos) {
+    if (!StartsWithIgnoreCase(text, pos, "answer")) continue;
+    if (pos > 0 && IsAlpha(text[pos - 1])) continue;
+    size_t p = pos + 6;
+    if (p < text.size() && (Lower(text[p]) == 's')) continue;  // "answers"
+    while (p < text.size() && (text[p] == '*' || text[p] == ' ' || text[p] == '\t')) ++p;
+    bool ok = false;
+    if (StartsWithIgnoreCase(text, p, "is") && (p + 2 == text.size() || !IsAlpha(text[p + 2]))) {
+      p += 2;
+      ok = true;
+      if (p < text.size() && text[p] == ':') ++p;
+    } else if (p < text.size() && text[p] == ':') {
+      ++p;
+      ok = true;
+    }
+    if (!ok) continue;
+    while (p < text.size() && (text[p] == '*' || text[p] == ' ' || text[p] == '\t')) ++p;
+    // The span runs to the end of the line, or to a sentence-ending period (one followed by
+    // whitespace, so "3.5" and "\ldots" survive).
+    size_t end = p;
+    while (end < text.size() && text[end] != '\n') {
+      if (text[end] == '.' && (end + 1 == text.size() || IsSpace(text[end + 1]))) break;
+      ++end;
+    }
+    std::string_view span = StripDecorations(text.substr(p, end - p));
+    if (!span.empty()) {
+      best = span;
+      have = true;
+    }
+    pos = end > pos ? end - 1 : pos;
+  }
+  return have ? best : std::string_view();
+}
+
+// Parses a choice letter at the start of `s`: "B", "(B)", "[B]", "option B", "B: text".
+char LetterAt(std::string_view s, char max_choice) {
+  s = Trim(s);
+  while (!s.empty() && (s.front() == '*' || s.front() == '$')) s.remove_prefix(1);
+  if (StartsWithIgnoreCase(s, 0, "\\text{")) s.remove_prefix(6);
+  if (StartsWithIgnoreCase(s, 0, "option ")) s.remove_prefix(7);
+  if (StartsWithIgnoreCase(s, 0, "choice ")) s.remove_prefix(7);
+  bool paren = false;
+  if (!s.empty() && (s.front() == '(' || s.front() == '[')) {
+    s.remove_prefix(1);
+    paren = true;
+  }
+  if (s.empty()) return 0;
+  char c = s.front();
+  if (paren && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  if (c < 'A' || c > max_choice) return 0;
+  if (s.size() > 1 && IsAlnum(s[1])) return 0;  // "Because", "A1"
+  return c;
+}
+
+// "yes"/"no" (true/false map to yes/no) as the first word of `s`, or "".
+std::string YesNoAt(std::string_view s) {
+  s = StripDecorations(s);
+  while (!s.empty() && !IsAlpha(s.front())) s.remove_prefix(1);
+  size_t n = 0;
+  while (n < s.size() && IsAlpha(s[n])) ++n;
+  std::string w;
+  for (size_t i = 0; i < n; ++i) w += Lower(s[i]);
+  if (w == "yes" || w == "true") return "yes";
+  if (w == "no" || w == "false") return "no";
+  return "";
+}
+
+// Length of the number starting at s[i] ("-1,234.5", "3/4", ".5"), or 0.
+size_t NumberLength(std::string_view s, size_t i) {
+  size_t p = i;
+  if (p < s.size() && (s[p] == '-' || s[p] == '+')) ++p;
+  size_t digits_start = p;
+  while (p < s.size() && IsDigit(s[p])) ++p;
+  size_t int_digits = p - digits_start;
+  // Thousands groups: ",ddd" only after 1-3 leading digits, and only whole groups.
+  if (int_digits >= 1 && int_digits <= 3) {
+    while (p + 3 < s.size() && s[p] == ',' && IsDigit(s[p + 1]) && IsDigit(s[p + 2]) &&
+           IsDigit(s[p + 3]) && (p + 4 >= s.size() || !IsDigit(s[p + 4]))) {
+      p += 4;
+      int_digits += 3;
+    }
+  }
+  if (p < s.size() && s[p] == '.' && p + 1 < s.size() && IsDigit(s[p + 1])) {
+    ++p;
+    while (p < s.size() && IsDigit(s[p])) ++p;
+  } else if (int_digits == 0) {
+    return 0;
+  }
+  if (p + 1 < s.size() && s[p] == '/' && IsDigit(s[p + 1])) {
+    ++p;
+    while (p < s.size() && IsDigit(s[p])) ++p;
+  }
+  return p - i;
+}
+
+std::string WithoutCommas(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c != ',') out += c;
+  }
+  return out;
+}
+
+bool NumberStartsAt(std::string_view s, size_t i) {
+  if (i > 0 && (IsAlpha(s[i - 1]) || IsDigit(s[i - 1]) || s[i - 1] == '.')) return false;
+  if (s[i] == '-' && i > 0 && (IsDigit(s[i - 1]))) return false;
+  return NumberLength(s, i) > 0;
+}
+
+}  // namespace
+
+Result<AnswerFormat> ParseAnswerFormat(std::string_view name) {
+  if (name == "boxed") return AnswerFormat::kBoxed;
+  if (name == "number") return AnswerFormat::kNumber;
+  if (name == "choice") return AnswerFormat::kChoice;
+  if (name == "yesno") return AnswerFormat::kYesNo;
+  return InvalidArgument("answer format '" + std::string(name) +
+                         "': expected one of boxed, number, choice, yesno");
+}
+
+const char* AnswerFormatName(AnswerFormat format) {
+  switch (format) {
+    case AnswerFormat::kBoxed: return "boxed";
+    case AnswerFormat::kNumber: return "number";
+    case AnswerFormat::kChoice: return "choice";
+    case AnswerFormat::kYesNo: return "yesno";
+  }
+  return "boxed";
+}
+
+ExtractedAnswer ExtractLastBoxed(std::string_view text) {
+  static constexpr std::string_view kCommands[] = {"\\boxed", "\\fbox"};
+  // Collect candidate positions, then try them from the last one backwards.
+  std::vector<std::pair<size_t, size_t>> hits;  // (position, command length)
+  for (size_t pos = text.find('\\'); pos != std::string_view::npos;
+       pos = text.find('\\', pos + 1)) {
+    for (std::string_view cmd : kCommands) {
+      if (text.compare(pos, cmd.size(), cmd) == 0 &&
+          (pos + cmd.size() == text.size() || !IsAlpha(text[pos + cmd.size()]))) {
+        hits.emplace_back(pos, cmd.size());
+      }
+    }
+  }
+  if (hits.empty()) return NotFound();
+  std::vector<size_t> match = MatchBraces(text);
+  for (auto it = hits.rbegin(); it != hits.rend(); ++it) {
+    size_t p = it->first + it->second;
+    while (p < text.size() && (text[p] == ' ' || text[p] == '\t')) ++p;
+    if (p >= text.size()) continue;
+    if (text[p] == '{') {
+      if (match[p] == std::string_view::npos) continue;  // unclosed: try an earlier one
+      ExtractedAnswer a = Found(text.substr(p + 1, match[p] - p - 1), "boxed");
+      if (a.found) return a;
+      continue;
+    }
+    if (p == it->first + it->second) continue;  // "\boxed5" is not LaTeX
+    // `\boxed x`: one token, up to whitespace or a math delimiter.
+    size_t end = p;
+    while (end < text.size() && !IsSpace(text[end]) && text[end] != '$') ++end;
+    ExtractedAnswer a = Found(StripDecorations(text.substr(p, end - p)), "boxed");
+    if (a.found) return a;
+  }
+  return NotFound();
+}
+
+ExtractedAnswer ExtractGsm8k(std::string_view text) {
+  size_t pos = text.rfind("####");
+  if (pos == std::string_view::npos) return NotFound();
+  size_t start = pos + 4;
+  size_t end = text.find('\n', start);
+  if (end == std::string_view::npos) end = text.size();
+  return Found(StripDecorations(text.substr(start, end - start)), "gsm8k");
+}
+
+ExtractedAnswer ExtractAnswerIs(std::string_view text) {
+  return Found(AnswerIsSpan(text), "answer_is");
+}
+
+ExtractedAnswer FirstNumber(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!NumberStartsAt(text, i)) continue;
+    size_t n = NumberLength(text, i);
+    return Found(WithoutCommas(text.substr(i, n)), "number");
+  }
+  return NotFound();
+}
+
+ExtractedAnswer LastNumber(std::string_view text) {
+  size_t best = std::string_view::npos, best_len = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!NumberStartsAt(text, i)) continue;
+    size_t n = NumberLength(text, i);
+    best = i;
+    best_len = n;
+    i += n - 1;
+  }
+  if (best == std::string_view::npos) return NotFound();
+  return Found(WithoutCommas(text.substr(best, best_len)), "last_number");
+}
+
+ExtractedAnswer ExtractChoice(std::string_view text, char max_choice) {
+  std::string_view span = AnswerIsSpan(text);
+  if (char c = LetterAt(span, max_choice)) return Found(std::string(1, c), "answer_is");
+  ExtractedAnswer boxed = ExtractLastBoxed(text);
+  if (boxed.found) {
+    if (char c = LetterAt(boxed.text, max_choice)) return Found(std::string(1, c), "boxed");
+  }
+  // A response that is just the letter: "B", "B.", "(B)", "B) 42".
+  std::string_view t = Trim(text);
+  while (!t.empty() && t.front() == '*') t.remove_prefix(1);
+  if (!t.empty()) {
+    size_t off = t.front() == '(' ? 1 : 0;
+    if (t.size() > off && t[off] >= 'A' && t[off] <= max_choice) {
+      size_t after = off + 1;
+      bool closes = after == t.size() || t[after] == ')' || t[after] == '.' || t[after] == ':' ||
+                    t[after] == '*' || (off == 0 && IsSpace(t[after]) && Trim(t).size() == 1);
+      if (closes && (off == 0 || (after < t.size() && t[after] == ')'))) {
+        return Found(std::string(1, t[off]), "bare_letter");
+      }
+    }
+  }
+  // The last "(B)" or "B)" (the latter at a word start) anywhere in the text.
+  size_t best = std::string_view::npos;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    char c = text[i];
+    if (c < 'A' || c > max_choice || text[i + 1] != ')') continue;
+    bool opened = i > 0 && text[i - 1] == '(';
+    bool word_start = i == 0 || IsSpace(text[i - 1]);
+    if (opened || word_start) best = i;
+  }
+  if (best != std::string_view::npos) return Found(std::string(1, text[best]), "paren_letter");
+  return NotFound();
+}
+
+ExtractedAnswer ExtractYesNo(std::string_view text) {
+  std::string w = YesNoAt(AnswerIsSpan(text));
+  if (!w.empty()) return Found(w, "answer_is");
+  ExtractedAnswer boxed = ExtractLastBoxed(text);
+  if (boxed.found) {
+    std::string_view b = boxed.text;
+    if (StartsWithIgnoreCase(b, 0, "\\text{")) b.remove_prefix(6);
+    w = YesNoAt(b);
+    if (!w.empty()) return Found(w, "boxed");
+  }
+  w = YesNoAt(text);
+  if (!w.empty()) return Found(w, "first_word");
+  // The last non-empty line, when exactly one of yes/no occurs in it as a word.
+  std::string_view t = Trim(text);
+  size_t nl = t.rfind('\n');
+  std::string_view line = nl == std::string_view::npos ? t : t.substr(nl + 1);
+  bool yes = false, no = false;
+  for (size_t i = 0; i < line.size();) {
+    if (!IsAlpha(line[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() && IsAlpha(line[j])) ++j;
+    std::string word = YesNoAt(line.substr(i, j - i));
+    yes |= word == "yes";
+    no |= word == "no";
+    i = j;
+  }
+  if (yes != no) return Found(yes ? "yes" : "no", "last_line");
+  return NotFound();
+}
+
+ExtractedAnswer ExtractAnswer(std::string_view response, AnswerFormat format,
+                              const ExtractOptions& options) {
+  switch (format) {
+    case AnswerFormat::kBoxed: {
+      ExtractedAnswer a = ExtractLastBoxed(response);
+      if (a.found) return a;
+      a = ExtractGsm8k(response);
+      if (a.found) return a;
+      return ExtractAnswerIs(response);
+    }
+    case AnswerFormat::kNumber: {
+      ExtractedAnswer a = ExtractGsm8k(response);
+      if (a.found) {
+        ExtractedAnswer n = FirstNumber(a.text);
+        if (n.found) return Found(n.text, "gsm8k");
+      }
+      a = ExtractLastBoxed(response);
+      if (a.found) return a;  // keep LaTeX such as \frac{1}{2} whole
+      a = ExtractAnswerIs(response);
+      if (a.found) {
+        if (a.text.find('\\') != std::string::npos) return a;
+        ExtractedAnswer n = FirstNumber(a.text);
+        if (n.found) return Found(n.text, "answer_is");
+      }
+      if (options.last_number_fallback) return LastNumber(response);
+      return NotFound();
+    }
+    case AnswerFormat::kChoice:
+      return ExtractChoice(response, options.max_choice);
+    case AnswerFormat::kYesNo:
+      return ExtractYesNo(response);
+  }
+  return NotFound();
+}
+
+}  // namespace allot::rewards
