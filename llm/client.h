@@ -7,7 +7,8 @@
 // token bucket and circuit breaker, and yields a CallRecord (tokens, latency, retries, $ cost,
 // energy) that is also added to the run-level ledger.
 //
-// Thread-safe. Destroying the Client completes everything still pending with kCancelled.
+// Thread-safe. Destroying the Client completes everything still pending with kCancelled; do
+// not destroy it from inside one of its own callbacks.
 #pragma once
 
 #include <functional>
