@@ -52,31 +52,37 @@ std::string ReplaceCommand(std::string_view s, std::string_view name, std::strin
   return out;
 }
 
-// Index of the '}' that closes the '{' at `open`, or npos.
-size_t MatchingBrace(std::string_view s, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < s.size(); ++i) {
+// For every '{' at index i, match[i] is the index of its closing '}' (or npos). One linear
+// pass, so that scanning many unclosed groups stays linear. Escaped characters are skipped.
+std::vector<size_t> BraceMatches(std::string_view s) {
+  std::vector<size_t> match(s.size(), std::string_view::npos);
+  std::vector<size_t> stack;
+  for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\' && i + 1 < s.size()) {
       ++i;
-      continue;
+    } else if (s[i] == '{') {
+      stack.push_back(i);
+    } else if (s[i] == '}' && !stack.empty()) {
+      match[stack.back()] = i;
+      stack.pop_back();
     }
-    if (s[i] == '{') ++depth;
-    if (s[i] == '}' && --depth == 0) return i;
   }
-  return std::string_view::npos;
+  return match;
 }
 
-// "\text{ cm}" -> " cm ". Innermost-last, one pass per command; bounded by the input size.
+// "\text{ cm}" -> " cm ". One linear pass per command.
 std::string UnwrapTextCommands(std::string s) {
-  static constexpr std::string_view kCommands[] = {"\\text{",   "\\textbf{", "\\textit{",
-                                                   "\\textrm{", "\\mathrm{", "\\mathbf{",
+  static constexpr std::string_view kCommands[] = {"\\text{",   "\\textbf{",      "\\textit{",
+                                                   "\\textrm{", "\\mathrm{",      "\\mathbf{",
                                                    "\\mbox{",   "\\operatorname{"};
   for (std::string_view cmd : kCommands) {
+    if (s.find(cmd) == std::string::npos) continue;
+    const std::vector<size_t> match = BraceMatches(s);
     std::string out;
     size_t pos = 0;
     for (size_t hit = s.find(cmd); hit != std::string::npos; hit = s.find(cmd, pos)) {
       size_t open = hit + cmd.size() - 1;
-      size_t close = MatchingBrace(s, open);
+      size_t close = match[open];
       out.append(s, pos, hit - pos);
       if (close == std::string::npos) {  // unbalanced: drop the command, keep the rest
         pos = open + 1;
@@ -95,6 +101,12 @@ std::string UnwrapTextCommands(std::string s) {
 
 // "\frac12" -> "\frac{1}{2}", "\frac1{x}" -> "\frac{1}{x}", "\sqrt2" -> "\sqrt{2}".
 std::string BraceShorthandArguments(std::string_view s) {
+  if (s.find("\\frac") == std::string_view::npos && s.find("\\sqrt") == std::string_view::npos) {
+    return std::string(s);
+  }
+  const std::vector<size_t> match = BraceMatches(s);
+  size_t next_bracket = std::string_view::npos;
+  bool no_bracket = false;
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -119,14 +131,19 @@ std::string BraceShorthandArguments(std::string_view s) {
       if (s[i] == '{' || s[i] == '[') {
         // A braced argument (or \sqrt's [n]) is already fine; copy it and what follows.
         if (s[i] == '[' && args == 1) {
-          size_t close = s.find(']', i);
+          // Cached: positions only grow, so a search never rescans (linear on hostile input).
+          if (next_bracket == std::string_view::npos || next_bracket < i) {
+            next_bracket = no_bracket ? std::string_view::npos : s.find(']', i);
+            no_bracket = next_bracket == std::string_view::npos;
+          }
+          size_t close = next_bracket;
           if (close == std::string_view::npos) break;
           out.append(s.substr(i, close - i + 1));
           i = close + 1;
           --a;  // the optional index does not count as the argument
           continue;
         }
-        size_t close = MatchingBrace(s, i);
+        size_t close = match[i];
         if (close == std::string_view::npos) break;
         out.append(s.substr(i, close - i + 1));
         i = close + 1;
@@ -178,8 +195,8 @@ std::string MixedNumbers(const std::string& s) {
 }
 
 bool IsUnitToken(std::string_view t) {
-  static const std::set<std::string_view> kSingleLetterUnits = {"m", "g", "s", "h", "l",
-                                                               "L", "K", "N", "J", "W", "V"};
+  static const std::set<std::string_view> kSingleLetterUnits = {"m", "g", "s", "h", "l", "L",
+                                                                "K", "N", "J", "W", "V"};
   size_t letters = 0;
   while (letters < t.size() && IsAlpha(t[letters])) ++letters;
   if (letters == 0) return false;
@@ -187,8 +204,8 @@ bool IsUnitToken(std::string_view t) {
   if (!rest.empty() && rest.back() == '.') rest.remove_suffix(1);
   if (!rest.empty() && rest != "^2" && rest != "^3") return false;
   std::string_view word = t.substr(0, letters);
-  static const std::set<std::string_view> kNotUnits = {"sin", "cos", "tan", "log", "ln",
-                                                      "exp", "sqrt", "pi"};
+  static const std::set<std::string_view> kNotUnits = {"sin", "cos", "tan",  "log",
+                                                       "ln",  "exp", "sqrt", "pi"};
   if (kNotUnits.count(word)) return false;
   return letters >= 2 || kSingleLetterUnits.count(word) > 0;
 }
@@ -445,13 +462,16 @@ class Checker {
   EquivalenceResult Scalar(const std::string& p, bool p_percent, const std::string& g,
                            bool g_percent) {
     if (Compact(p) == Compact(g) && p_percent == g_percent) return {true, "normalized"};
-    if (IsLetters(p) && IsLetters(g) && Lowercase(CollapseSpaces(p)) == Lowercase(CollapseSpaces(g))) {
+    if (IsLetters(p) && IsLetters(g) &&
+        Lowercase(CollapseSpaces(p)) == Lowercase(CollapseSpaces(g))) {
       return {true, "text"};  // "No" vs "no"
     }
     if (IsPlainWords(p) && IsPlainWords(g)) {
       if (Lowercase(CollapseSpaces(p)) == Lowercase(CollapseSpaces(g))) return {true, "text"};
       return {false, "text"};
     }
+    // A budget on GiNaC comparisons bounds the time of big unordered collections.
+    if (++math_calls_ > options_.max_math_comparisons) return {false, "budget"};
     Result<bool> eq = MathEqual(p, g, options_.math);
     if (!eq.ok()) return {false, "unparsed: " + eq.status().message()};
     if (*eq) return {true, "math"};
@@ -503,6 +523,7 @@ class Checker {
   }
 
   const EquivalenceOptions& options_;
+  int math_calls_ = 0;
 };
 
 }  // namespace
@@ -511,12 +532,12 @@ NormalizedAnswer NormalizeAnswer(std::string_view answer) {
   NormalizedAnswer out;
   std::string s(Trim(answer));
   // Unicode first, so that later rules see LaTeX.
-  s = ReplaceAll(s, "\xE2\x88\x92", "-");         // U+2212 minus
-  s = ReplaceAll(s, "\xC3\x97", "\\times ");     // ×
-  s = ReplaceAll(s, "\xC2\xB7", "\\cdot ");      // ·
-  s = ReplaceAll(s, "\xCF\x80", "\\pi ");        // π
-  s = ReplaceAll(s, "\xE2\x88\x9A", "\\sqrt");   // √
-  s = ReplaceAll(s, "\xC2\xB0", "");             // °
+  s = ReplaceAll(s, "\xE2\x88\x92", "-");       // U+2212 minus
+  s = ReplaceAll(s, "\xC3\x97", "\\times ");    // ×
+  s = ReplaceAll(s, "\xC2\xB7", "\\cdot ");     // ·
+  s = ReplaceAll(s, "\xCF\x80", "\\pi ");       // π
+  s = ReplaceAll(s, "\xE2\x88\x9A", "\\sqrt");  // √
+  s = ReplaceAll(s, "\xC2\xB0", "");            // °
   s = ReplaceAll(s, "\\$", "");
   s = ReplaceAll(s, "$", "");
   s = ReplaceAll(s, "\\(", "");

@@ -37,8 +37,9 @@ NormalizedAnswer NormalizeAnswer(std::string_view answer);
 
 struct EquivalenceOptions {
   MathCompareOptions math;
-  size_t max_input_chars = 8192;  // longer answers are not equivalent to anything
-  int max_elements = 64;          // of a tuple, set or list
+  size_t max_input_chars = 8192;   // longer answers are not equivalent to anything
+  int max_elements = 64;           // of a tuple, set or list
+  int max_math_comparisons = 256;  // GiNaC comparisons per call (unordered sets are quadratic)
 };
 
 struct EquivalenceResult {

@@ -208,10 +208,14 @@ Result<AnswerFormat> ParseAnswerFormat(std::string_view name) {
 
 const char* AnswerFormatName(AnswerFormat format) {
   switch (format) {
-    case AnswerFormat::kBoxed: return "boxed";
-    case AnswerFormat::kNumber: return "number";
-    case AnswerFormat::kChoice: return "choice";
-    case AnswerFormat::kYesNo: return "yesno";
+    case AnswerFormat::kBoxed:
+      return "boxed";
+    case AnswerFormat::kNumber:
+      return "number";
+    case AnswerFormat::kChoice:
+      return "choice";
+    case AnswerFormat::kYesNo:
+      return "yesno";
   }
   return "boxed";
 }

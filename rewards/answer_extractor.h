@@ -47,8 +47,8 @@ ExtractedAnswer ExtractAnswer(std::string_view response, AnswerFormat format,
 // The individual strategies, exposed for tests and for environments that know the format.
 // Each returns found == false when its pattern is absent.
 ExtractedAnswer ExtractLastBoxed(std::string_view text);
-ExtractedAnswer ExtractGsm8k(std::string_view text);      // after the last "####"
-ExtractedAnswer ExtractAnswerIs(std::string_view text);   // "the answer is X" / "answer: X"
+ExtractedAnswer ExtractGsm8k(std::string_view text);     // after the last "####"
+ExtractedAnswer ExtractAnswerIs(std::string_view text);  // "the answer is X" / "answer: X"
 ExtractedAnswer ExtractChoice(std::string_view text, char max_choice = 'E');
 ExtractedAnswer ExtractYesNo(std::string_view text);
 // The first number ("-1,234.5", "3/4", ".5") in `text`, or found == false.

@@ -91,8 +91,8 @@ int RunGrade(std::string_view pred, std::string_view gold, std::string_view form
         << Quote(ng.text) << (ng.percent ? " (percent)" : "") << "\n";
     Result<std::string> mp = CanonicalMath(np.text, options.equivalence.math.limits);
     Result<std::string> mg = CanonicalMath(ng.text, options.equivalence.math.limits);
-    out << "maths:      pred " << (mp.ok() ? *mp : "(" + mp.status().message() + ")")
-        << ", gold " << (mg.ok() ? *mg : "(" + mg.status().message() + ")") << "\n";
+    out << "maths:      pred " << (mp.ok() ? *mp : "(" + mp.status().message() + ")") << ", gold "
+        << (mg.ok() ? *mg : "(" + mg.status().message() + ")") << "\n";
   }
   out << "verdict:    " << (r.correct ? "correct" : "incorrect") << " (" << r.reason << ")\n";
   return r.correct ? 0 : 1;

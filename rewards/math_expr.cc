@@ -35,9 +35,9 @@ bool IsAlpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; 
 
 const std::vector<std::string>& GreekLetters() {
   static const std::vector<std::string> kGreek = {
-      "alpha", "beta",  "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta",
-      "theta", "kappa", "lambda", "mu",   "nu",      "xi",         "rho",  "sigma",
-      "tau",   "phi",   "varphi", "chi",  "psi",     "omega"};
+      "alpha", "beta",  "gamma",  "delta", "epsilon", "varepsilon", "zeta", "eta",
+      "theta", "kappa", "lambda", "mu",    "nu",      "xi",         "rho",  "sigma",
+      "tau",   "phi",   "varphi", "chi",   "psi",     "omega"};
   return kGreek;
 }
 
@@ -174,10 +174,16 @@ class Parser {
       char c = Peek();
       std::string cmd = PeekCommand();
       if (c == '*' || cmd == "cdot" || cmd == "times") {
-        if (c == '*') ++pos_; else ConsumeCommand(cmd);
+        if (c == '*')
+          ++pos_;
+        else
+          ConsumeCommand(cmd);
         v = v * ParseSignedFactor();
       } else if (c == '/' || cmd == "div") {
-        if (c == '/') ++pos_; else ConsumeCommand(cmd);
+        if (c == '/')
+          ++pos_;
+        else
+          ConsumeCommand(cmd);
         v = v / ParseSignedFactor();
       } else if (StartsFactor()) {
         v = v * ParsePower();
@@ -338,16 +344,26 @@ class Parser {
       arg = ParsePower();
     }
     ex v;
-    if (name == "sin") v = GiNaC::sin(arg);
-    else if (name == "cos") v = GiNaC::cos(arg);
-    else if (name == "tan") v = GiNaC::tan(arg);
-    else if (name == "cot") v = 1 / GiNaC::tan(arg);
-    else if (name == "sec") v = 1 / GiNaC::cos(arg);
-    else if (name == "csc") v = 1 / GiNaC::sin(arg);
-    else if (name == "exp") v = GiNaC::exp(arg);
-    else if (name == "sqrt") v = SafePow(arg, numeric(1, 2));
-    else if (name == "ln" || (name == "log" && base_of_log.is_zero())) v = GiNaC::log(arg);
-    else v = GiNaC::log(arg) / GiNaC::log(base_of_log);
+    if (name == "sin")
+      v = GiNaC::sin(arg);
+    else if (name == "cos")
+      v = GiNaC::cos(arg);
+    else if (name == "tan")
+      v = GiNaC::tan(arg);
+    else if (name == "cot")
+      v = 1 / GiNaC::tan(arg);
+    else if (name == "sec")
+      v = 1 / GiNaC::cos(arg);
+    else if (name == "csc")
+      v = 1 / GiNaC::sin(arg);
+    else if (name == "exp")
+      v = GiNaC::exp(arg);
+    else if (name == "sqrt")
+      v = SafePow(arg, numeric(1, 2));
+    else if (name == "ln" || (name == "log" && base_of_log.is_zero()))
+      v = GiNaC::log(arg);
+    else
+      v = GiNaC::log(arg) / GiNaC::log(base_of_log);
     return power.is_equal(1) ? v : SafePow(v, power);
   }
 
@@ -377,7 +393,8 @@ class Parser {
       pos_ = close + 1;
       return sub;
     }
-    if (pos_ < s_.size() && (IsAlpha(s_[pos_]) || IsDigit(s_[pos_]))) return std::string(1, s_[pos_++]);
+    if (pos_ < s_.size() && (IsAlpha(s_[pos_]) || IsDigit(s_[pos_])))
+      return std::string(1, s_[pos_++]);
     Fail(Where("bad subscript"));
   }
 

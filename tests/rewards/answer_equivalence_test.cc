@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -40,8 +41,8 @@ TEST(AnswerEquivalenceTest, TableOfCases) {
     if (r.equivalent != c.expected) {
       ++failures;
       ADD_FAILURE() << "equivalence.tsv:" << c.line << ": '" << c.pred << "' vs '" << c.gold
-                    << "' expected " << c.expected << ", got " << r.equivalent << " ("
-                    << r.reason << ")";
+                    << "' expected " << c.expected << ", got " << r.equivalent << " (" << r.reason
+                    << ")";
     }
   }
   EXPECT_EQ(failures, 0);
@@ -79,6 +80,42 @@ TEST(AnswerEquivalenceTest, TooLongIsNeverEquivalent) {
   EquivalenceResult r = AnswersEquivalent(huge, huge + "0");
   EXPECT_FALSE(r.equivalent);
   EXPECT_EQ(r.reason, "too_long");
+}
+
+// The clock check is a hang guard with a wide margin, not a performance assertion.
+TEST(AnswerEquivalenceTest, NormalizeIsLinearOnHostileInput) {
+  std::string text, frac, sqrt, deep;
+  for (int i = 0; i < 100000; ++i) {
+    text += "\\text{";
+    frac += "\\frac{";
+    sqrt += "\\sqrt[";
+  }
+  deep = std::string(1 << 20, '{') + std::string(1 << 20, '}');
+  auto start = std::chrono::steady_clock::now();
+  for (const std::string& s : {text, frac, sqrt, deep}) {
+    NormalizedAnswer n = NormalizeAnswer(s);
+    EXPECT_LE(n.text.size(), s.size() * 2);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(AnswerEquivalenceTest, LargeUnorderedSetsStayWithinTheComparisonBudget) {
+  std::string a, b;
+  for (int i = 0; i < 60; ++i) {
+    a += (i ? ", " : "") + std::string("(x+") + std::to_string(i) + ")^{3}";
+    b += (i ? ", " : "") + std::string("(x+") + std::to_string(60 + i) + ")^{3}";
+  }
+  EquivalenceResult r = AnswersEquivalent(a, b);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_EQ(r.reason, "unmatched element");
+  // The same multiset in another order matches on normalised strings, without GiNaC.
+  std::string reversed;
+  for (int i = 59; i >= 0; --i) {
+    reversed += (i != 59 ? ", " : "") + std::string("(x+") + std::to_string(i) + ")^{3}";
+  }
+  EXPECT_TRUE(AnswersEquivalent(a, reversed).equivalent);
+  // Small permuted sets are well inside the budget.
+  EXPECT_TRUE(AnswersEquivalent("1, 2, 3, 4, 5", "5, 4, 3, 2, 1").equivalent);
 }
 
 TEST(AnswerEquivalenceTest, ExactMatchAsQaPapersReportIt) {

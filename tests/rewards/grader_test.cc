@@ -15,8 +15,8 @@ TEST(GraderTest, ExtractsBothSidesAndCompares) {
 }
 
 TEST(GraderTest, Gsm8kReferenceSolution) {
-  GradeResult r = Grade("... so she pays $18.\n#### 18", "3 * 6 = 18\n#### 18",
-                        AnswerFormat::kNumber);
+  GradeResult r =
+      Grade("... so she pays $18.\n#### 18", "3 * 6 = 18\n#### 18", AnswerFormat::kNumber);
   EXPECT_TRUE(r.correct);
   EXPECT_EQ(r.gold.method, "gsm8k");
   EXPECT_FALSE(Grade("#### 17", "#### 18", AnswerFormat::kNumber).correct);
