@@ -87,5 +87,38 @@ TEST(AccountingTest, EndpointConfigLoadsFromYamlAndValidates) {
   EXPECT_NE(v.message().find("endpoints['x'].base_url"), std::string::npos) << v.message();
 }
 
+// The shape the top-level config will take: `endpoints:` plus `gpu:`.
+struct PoolSection {
+  std::vector<EndpointConfig> endpoints;
+  GpuProfile gpu;
+  void Describe(config::Visitor& v) {
+    v.Field("endpoints", endpoints);
+    v.Field("gpu", gpu);
+  }
+};
+
+TEST(AccountingTest, PoolFileLoadsWithSecretApiKeyFromEnv) {
+  auto env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "TEST_LLM_API_KEY") return std::string("sk-from-env");
+    return std::nullopt;
+  };
+  auto root = config::LoadFile(std::string(ALLOT_TEST_DATA_DIR) + "/llm/pool.yaml", env);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  PoolSection pool;
+  Status s = config::Load(*root, pool);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(pool.endpoints.size(), 2u);
+  const EndpointConfig& big = pool.endpoints[1];
+  EXPECT_EQ(big.api_key, "sk-from-env");
+  EXPECT_EQ(big.group, "LLM");
+  EXPECT_EQ(big.limits.max_concurrency, 32);
+  EXPECT_DOUBLE_EQ(big.EffectiveParams(), 37e9);
+  // api_key is a secret field: it never shows in the printed config.
+  const std::string yaml = config::ToYaml(pool);
+  EXPECT_EQ(yaml.find("sk-from-env"), std::string::npos) << yaml;
+  // Energy of a 1000-token call on the MoE model: 2 * 37e9 * 1000 * 400 / 312e12 J.
+  EXPECT_NEAR(EnergyJoules(big, pool.gpu, 600, 400), 94.87, 0.01);
+}
+
 }  // namespace
 }  // namespace allot::llm
