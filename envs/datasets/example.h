@@ -21,15 +21,15 @@ struct Example {
   // How answers are graded: "boxed", "choice", "number", "yesno" or "text" (the rewards
   // module's --format names).
   std::string answer_format = "text";
-  std::string source;  // "<file>:<line>"
+  std::string source;                               // "<file>:<line>"
   nlohmann::json extra = nlohmann::json::object();  // level, subject, year, ...
 
   // The question followed by "A) ...", "B) ..." lines when there are options.
   std::string PromptText() const {
     std::string out = question;
     for (size_t i = 0; i < options.size(); ++i) {
-      out += (i == 0 ? "\n\n" : "\n") + std::string(1, static_cast<char>('A' + i)) + ") " +
-             options[i];
+      out +=
+          (i == 0 ? "\n\n" : "\n") + std::string(1, static_cast<char>('A' + i)) + ") " + options[i];
     }
     return out;
   }

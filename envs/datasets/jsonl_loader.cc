@@ -92,7 +92,8 @@ Result<std::vector<std::string>> ParseOptions(const json& v, const std::string& 
       return bad("'label' and 'text' must be lists of the same length");
     }
     for (size_t i = 0; i < labels.size(); ++i) {
-      if (!labels[i].is_string() || !texts[i].is_string()) return bad("labels and texts must be strings");
+      if (!labels[i].is_string() || !texts[i].is_string())
+        return bad("labels and texts must be strings");
       labelled.emplace_back(labels[i].get<std::string>(), texts[i].get<std::string>());
     }
   } else if (v.is_object()) {
@@ -149,8 +150,8 @@ std::string LastBoxed(std::string_view text) {
   return "";
 }
 
-Result<Example> ParseExample(std::string_view line, const FieldMapping& m,
-                             const std::string& where, uint64_t seed) {
+Result<Example> ParseExample(std::string_view line, const FieldMapping& m, const std::string& where,
+                             uint64_t seed) {
   json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument(where + ": invalid JSON");
   if (!j.is_object()) return InvalidArgument(where + ": expected a JSON object");
@@ -165,7 +166,8 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& m,
     ex.id = where;
   }
   const json* q = First(j, m.question, &key);
-  if (q == nullptr) return InvalidArgument(where + ": missing question (tried " + KeyList(m.question) + ")");
+  if (q == nullptr)
+    return InvalidArgument(where + ": missing question (tried " + KeyList(m.question) + ")");
   if (!q->is_string()) return InvalidArgument(where + ": field '" + key + "' must be a string");
   ex.question = Trim(q->get<std::string>());
   if (ex.question.empty()) return InvalidArgument(where + ": field '" + key + "' is empty");
@@ -175,7 +177,8 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& m,
   }
   if (!m.options.empty()) {
     const json* v = First(j, m.options, &key);
-    if (v == nullptr) return InvalidArgument(where + ": missing options (tried " + KeyList(m.options) + ")");
+    if (v == nullptr)
+      return InvalidArgument(where + ": missing options (tried " + KeyList(m.options) + ")");
     ALLOT_ASSIGN_OR_RETURN(ex.options, ParseOptions(*v, where, key));
   }
 
@@ -200,7 +203,8 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& m,
   } else if (m.answer_transform == "bool_to_yesno") {
     if (a->is_boolean()) {
       ex.answer = a->get<bool>() ? "yes" : "no";
-    } else if (a->is_string() && (a->get<std::string>() == "yes" || a->get<std::string>() == "no")) {
+    } else if (a->is_string() &&
+               (a->get<std::string>() == "yes" || a->get<std::string>() == "no")) {
       ex.answer = a->get<std::string>();
     } else {
       return InvalidArgument(where + ": field '" + answer_key + "' must be true or false");
@@ -217,7 +221,8 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& m,
       ALLOT_ASSIGN_OR_RETURN(ex.answer, ScalarText(*a, where, answer_key));
     }
   } else if (m.answer_transform == "gsm8k") {
-    if (!a->is_string()) return InvalidArgument(where + ": field '" + answer_key + "' must be a string");
+    if (!a->is_string())
+      return InvalidArgument(where + ": field '" + answer_key + "' must be a string");
     const std::string text = a->get<std::string>();
     const size_t hash = text.rfind("####");
     if (hash == std::string::npos) {
@@ -238,7 +243,8 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& m,
     std::vector<std::string> opts = {ex.answer};
     for (const auto& k : m.distractors) {
       const json* d = Lookup(j, k);
-      if (d == nullptr || d->is_null()) return InvalidArgument(where + ": missing field '" + k + "'");
+      if (d == nullptr || d->is_null())
+        return InvalidArgument(where + ": missing field '" + k + "'");
       ALLOT_ASSIGN_OR_RETURN(std::string text, ScalarText(*d, where, k));
       opts.push_back(Trim(text));
     }
@@ -314,14 +320,17 @@ Result<Dataset> LoadJsonl(const DatasetConfig& config) {
       }
     }
     ds.examples.push_back(std::move(ex).value());
-    if (config.max_examples > 0 && static_cast<int64_t>(ds.examples.size()) >= config.max_examples) {
+    if (config.max_examples > 0 &&
+        static_cast<int64_t>(ds.examples.size()) >= config.max_examples) {
       break;
     }
   }
-  if (in.bad()) return DataLoss("read error in " + config.path + " after line " + std::to_string(line_no));
+  if (in.bad())
+    return DataLoss("read error in " + config.path + " after line " + std::to_string(line_no));
   if (ds.examples.empty()) {
-    return InvalidArgument(config.path + ": no usable examples" +
-                           (ds.skipped ? " (" + std::to_string(ds.skipped) + " bad lines skipped)" : ""));
+    return InvalidArgument(
+        config.path + ": no usable examples" +
+        (ds.skipped ? " (" + std::to_string(ds.skipped) + " bad lines skipped)" : ""));
   }
   return ds;
 }

@@ -67,8 +67,8 @@ struct DatasetConfig {
   std::string preset = "custom";  // see PresetNames(); "custom" uses `fields`
   FieldMapping fields;
   bool skip_bad_lines = false;
-  int64_t max_examples = 0;  // 0 = all
-  int64_t seed = 42;         // GPQA option shuffling
+  int64_t max_examples = 0;           // 0 = all
+  int64_t seed = 42;                  // GPQA option shuffling
   std::vector<std::string> subjects;  // keep only these extra.subject values (MMLU-STEM)
 
   void Describe(config::Visitor& v) {
@@ -86,8 +86,8 @@ struct DatasetConfig {
 struct Dataset {
   std::string path;
   std::vector<Example> examples;
-  size_t skipped = 0;                 // bad lines skipped under skip_bad_lines
-  size_t filtered = 0;                // lines dropped by the subject filter
+  size_t skipped = 0;                         // bad lines skipped under skip_bad_lines
+  size_t filtered = 0;                        // lines dropped by the subject filter
   std::vector<std::string> skipped_messages;  // the first 20, each "<file>:<line>: ..."
 };
 

@@ -6,9 +6,8 @@
 namespace allot::envs::datasets {
 
 std::vector<std::string> PresetNames() {
-  return {"gsm8k",      "math",       "math500", "commonsenseqa", "medqa",
-          "mawps",      "collegemath", "gpqa",   "strategyqa",    "mmlu_stem",
-          "aime",       "amc",        "limo",    "openr1"};
+  return {"gsm8k", "math",       "math500",   "commonsenseqa", "medqa", "mawps", "collegemath",
+          "gpqa",  "strategyqa", "mmlu_stem", "aime",          "amc",   "limo",  "openr1"};
 }
 
 std::vector<std::string> DatasetConfig::PresetChoices() {
@@ -102,8 +101,8 @@ Result<FieldMapping> PresetMapping(std::string_view preset) {
   } else {
     std::string names;
     for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
-    return InvalidArgument("unknown dataset preset '" + std::string(preset) +
-                           "' (known: custom, " + names + ")");
+    return InvalidArgument("unknown dataset preset '" + std::string(preset) + "' (known: custom, " +
+                           names + ")");
   }
   return m;
 }

@@ -2,8 +2,7 @@
 
 namespace allot::envs::datasets {
 
-ShardedSampler::ShardedSampler(size_t n, SamplerConfig config)
-    : n_(n), config_(std::move(config)) {
+ShardedSampler::ShardedSampler(size_t n, SamplerConfig config) : n_(n), config_(std::move(config)) {
   const size_t shards = static_cast<size_t>(config_.world_size * config_.num_workers);
   const size_t shard = static_cast<size_t>(config_.rank * config_.num_workers + config_.worker);
   shard_size_ = config_.drop_remainder ? n_ / shards : (n_ - shard + shards - 1) / shards;
@@ -19,10 +18,11 @@ Result<ShardedSampler> ShardedSampler::Create(size_t dataset_size, const Sampler
                            std::to_string(c.world_size));
   }
   if (c.worker < 0 || c.worker >= c.num_workers) {
-    return InvalidArgument("sampler: worker " + std::to_string(c.worker) +
-                           " outside num_workers " + std::to_string(c.num_workers));
+    return InvalidArgument("sampler: worker " + std::to_string(c.worker) + " outside num_workers " +
+                           std::to_string(c.num_workers));
   }
-  const uint64_t shards = static_cast<uint64_t>(c.world_size) * static_cast<uint64_t>(c.num_workers);
+  const uint64_t shards =
+      static_cast<uint64_t>(c.world_size) * static_cast<uint64_t>(c.num_workers);
   const uint64_t shard = static_cast<uint64_t>(c.rank * c.num_workers + c.worker);
   if (dataset_size == 0 || (c.drop_remainder ? dataset_size < shards : dataset_size <= shard)) {
     return InvalidArgument("sampler: a dataset of " + std::to_string(dataset_size) +
@@ -43,7 +43,8 @@ std::vector<size_t> ShardedSampler::EpochOrder(uint64_t epoch) const {
   const size_t shard = static_cast<size_t>(config_.rank * config_.num_workers + config_.worker);
   std::vector<size_t> mine;
   mine.reserve(shard_size_);
-  for (size_t p = shard; p < n_ && mine.size() < shard_size_; p += shards) mine.push_back(global[p]);
+  for (size_t p = shard; p < n_ && mine.size() < shard_size_; p += shards)
+    mine.push_back(global[p]);
   return mine;
 }
 
@@ -73,7 +74,8 @@ nlohmann::json ShardedSampler::SaveState() const {
 Status ShardedSampler::LoadState(const nlohmann::json& s) {
   if (!s.is_object()) return InvalidArgument("sampler state: expected an object");
   auto expect = [&](const char* key, const nlohmann::json& want) -> Status {
-    if (!s.contains(key)) return InvalidArgument(std::string("sampler state: missing '") + key + "'");
+    if (!s.contains(key))
+      return InvalidArgument(std::string("sampler state: missing '") + key + "'");
     if (s[key] != want) {
       return InvalidArgument(std::string("sampler state: '") + key + "' was " + s[key].dump() +
                              " when saved, now " + want.dump() + "; refusing to resume");

@@ -54,9 +54,9 @@ struct SamplerConfig {
   bool shuffle = true;
   int64_t seed = 42;
   bool drop_remainder = true;
-  int64_t rank = 0;         // learner rank (RANK)
-  int64_t world_size = 1;   // learner ranks (WORLD_SIZE)
-  int64_t worker = 0;       // rollout worker within the rank
+  int64_t rank = 0;        // learner rank (RANK)
+  int64_t world_size = 1;  // learner ranks (WORLD_SIZE)
+  int64_t worker = 0;      // rollout worker within the rank
   int64_t num_workers = 1;
 
   void Describe(config::Visitor& v) {

@@ -12,8 +12,8 @@
 namespace allot::envs::tools {
 
 struct Calculation {
-  std::string exact;    // "1/2", "2*sqrt(2)", "120"
-  std::string decimal;  // "0.5", "2.82842712474619", "120"
+  std::string exact;      // "1/2", "2*sqrt(2)", "120"
+  std::string decimal;    // "0.5", "2.82842712474619", "120"
   bool rational = false;  // exact is a rational number
 };
 

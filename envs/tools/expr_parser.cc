@@ -47,8 +47,8 @@ class Parser {
     }
     if (std::isalpha(c) || c == '_') {
       size_t j = i_;
-      while (j < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[j])) ||
-                                  text_[j] == '_')) {
+      while (j < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[j])) || text_[j] == '_')) {
         ++j;
       }
       if (j - i_ > 64) return Error("name too long");
@@ -81,9 +81,9 @@ class Parser {
       ++i_;
       return Status::Ok();
     }
-    return Error(c < 0x80 && std::isprint(c) ? std::string("unexpected character '") +
-                                                   static_cast<char>(c) + "'"
-                                             : "unexpected byte");
+    return Error(c < 0x80 && std::isprint(c)
+                     ? std::string("unexpected character '") + static_cast<char>(c) + "'"
+                     : "unexpected byte");
   }
 
   Status LexNumber() {
@@ -288,8 +288,7 @@ class Parser {
 
 }  // namespace
 
-Result<std::unique_ptr<ExprNode>> ParseExpression(std::string_view text,
-                                                  const ExprLimits& limits) {
+Result<std::unique_ptr<ExprNode>> ParseExpression(std::string_view text, const ExprLimits& limits) {
   return Parser(text, limits).Parse();
 }
 
@@ -303,8 +302,8 @@ std::string ExprToString(const ExprNode& node) {
     case ExprNode::Kind::kFactorial:
       return "(" + ExprToString(*node.args[0]) + "!)";
     case ExprNode::Kind::kBinary:
-      return "(" + ExprToString(*node.args[0]) + " " + node.op + " " +
-             ExprToString(*node.args[1]) + ")";
+      return "(" + ExprToString(*node.args[0]) + " " + node.op + " " + ExprToString(*node.args[1]) +
+             ")";
     case ExprNode::Kind::kCall:
     case ExprNode::Kind::kList: {
       std::string out = node.kind == ExprNode::Kind::kCall ? node.text + "(" : "[";

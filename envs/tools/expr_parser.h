@@ -27,13 +27,13 @@ namespace allot::envs::tools {
 
 struct ExprNode {
   enum class Kind {
-    kNumber,    // text holds the literal ("12", "0.5", "1e-3")
-    kName,      // a constant or symbol ("pi", "x")
-    kCall,      // text holds the function name; args the arguments
-    kBinary,    // op is one of + - * / % ^ =
-    kNegate,    // args[0]
-    kFactorial, // args[0]
-    kList,      // "[a, b, c]": vectors and matrix rows
+    kNumber,     // text holds the literal ("12", "0.5", "1e-3")
+    kName,       // a constant or symbol ("pi", "x")
+    kCall,       // text holds the function name; args the arguments
+    kBinary,     // op is one of + - * / % ^ =
+    kNegate,     // args[0]
+    kFactorial,  // args[0]
+    kList,       // "[a, b, c]": vectors and matrix rows
   };
   Kind kind = Kind::kNumber;
   char op = 0;

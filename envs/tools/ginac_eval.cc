@@ -23,16 +23,15 @@ bool IsExactInteger(const ex& e) {
 }
 
 // Bits needed to write a rational: numerator plus denominator.
-long RationalBits(const numeric& q) {
-  return q.numer().int_length() + q.denom().int_length();
-}
+long RationalBits(const numeric& q) { return q.numer().int_length() + q.denom().int_length(); }
 
 // Literal "12.5e-3" as the exact rational 125/10000.
 Result<ex> NumberLiteral(const std::string& text) {
   std::string digits;
   long scale = 0;  // value = digits * 10^scale
   size_t i = 0;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) digits += text[i];
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i)
+    digits += text[i];
   if (i < text.size() && text[i] == '.') {
     for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
       digits += text[i];
@@ -72,6 +71,18 @@ Result<double> ToRealDouble(const ex& e, const char* what) {
     return InvalidArgument(std::string(what) + " needs a real number, got " + GinacToString(e));
   }
   return GiNaC::ex_to<numeric>(v).to_double();
+}
+
+// Pulls k^q factors (k < 10^4) out of a positive integer.
+void ExtractPowers(numeric& n, numeric& out, int q) {
+  for (long k = 2; k < 10000; ++k) {
+    const numeric kq = GiNaC::pow(numeric(k), numeric(q));
+    if (kq > n) break;
+    while (GiNaC::irem(n, kq).is_zero()) {
+      n = n / kq;
+      out *= k;
+    }
+  }
 }
 
 class Evaluator {
@@ -133,7 +144,8 @@ class Evaluator {
         const numeric magnitude = GiNaC::abs(e.numer());
         if (IsExactRational(base)) {
           const numeric& b = GiNaC::ex_to<numeric>(base);
-          if (b.is_zero() && e.is_negative()) return InvalidArgument("division by zero (0^negative)");
+          if (b.is_zero() && e.is_negative())
+            return InvalidArgument("division by zero (0^negative)");
           if (!b.is_zero() && GiNaC::abs(b) != 1) {
             const long bits = RationalBits(b);
             if (magnitude > numeric(limits_.max_result_bits) ||
@@ -148,6 +160,10 @@ class Evaluator {
                                    std::to_string(limits_.max_symbolic_exponent) + ")");
         }
       }
+    }
+    if (GiNaC::is_a<numeric>(exponent) && IsExactRational(base)) {
+      const numeric& e = GiNaC::ex_to<numeric>(exponent);
+      if (e == numeric(1, 2) || e == numeric(1, 3)) return SimplifiedRoot(base, e.denom().to_int());
     }
     ex r = GiNaC::pow(base, exponent);
     ALLOT_RETURN_IF_ERROR(CheckSize(r));
@@ -176,9 +192,15 @@ class Evaluator {
     ALLOT_ASSIGN_OR_RETURN(ex b, Eval(*n.args[1], false));
     ex r;
     switch (n.op) {
-      case '+': r = a + b; break;
-      case '-': r = a - b; break;
-      case '*': r = a * b; break;
+      case '+':
+        r = a + b;
+        break;
+      case '-':
+        r = a - b;
+        break;
+      case '*':
+        r = a * b;
+        break;
       case '/':
         if (b.is_zero()) return InvalidArgument("division by zero");
         r = a / b;
@@ -187,7 +209,8 @@ class Evaluator {
         ALLOT_ASSIGN_OR_RETURN(r, Modulo(a, b));
         break;
       }
-      case '^': return Power(a, b);
+      case '^':
+        return Power(a, b);
       case '=':
         if (symbols_ == nullptr) return InvalidArgument("'=' is not allowed in arithmetic");
         return ex(a == b);
@@ -242,10 +265,10 @@ class Evaluator {
     }
     auto arity = [&](size_t lo, size_t hi) -> Status {
       if (args.size() < lo || args.size() > hi) {
-        return InvalidArgument(fn + "() takes " +
-                               (lo == hi ? std::to_string(lo)
-                                         : std::to_string(lo) + ".." + std::to_string(hi)) +
-                               " argument(s), got " + std::to_string(args.size()));
+        return InvalidArgument(
+            fn + "() takes " +
+            (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)) +
+            " argument(s), got " + std::to_string(args.size()));
       }
       return Status::Ok();
     };
@@ -389,6 +412,19 @@ Result<GiNaC::ex> ParseToGinac(std::string_view text, SymbolTable* symbols,
                                const EvalLimits& limits) {
   ALLOT_ASSIGN_OR_RETURN(auto tree, ParseExpression(text, limits.parse));
   return ToGinac(*tree, symbols, limits);
+}
+
+GiNaC::ex SimplifiedRoot(const GiNaC::ex& base, int q) {
+  const numeric one_over_q(1, q);
+  if (!IsExactRational(base) || (q != 2 && q != 3)) return GiNaC::pow(base, one_over_q);
+  const numeric& b = GiNaC::ex_to<numeric>(base);
+  if (!b.is_positive() || RationalBits(b) > 256) return GiNaC::pow(base, one_over_q);
+  // (a/d)^(1/q) = (a * d^(q-1))^(1/q) / d: one radical with an integer radicand.
+  const numeric d = b.denom();
+  numeric radicand = b.numer() * GiNaC::pow(d, numeric(q - 1));
+  numeric outside(1);
+  ExtractPowers(radicand, outside, q);
+  return outside / d * GiNaC::pow(ex(radicand), one_over_q);
 }
 
 double EstimateExpandedTerms(const GiNaC::ex& e) {

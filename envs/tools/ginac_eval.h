@@ -45,6 +45,10 @@ Result<GiNaC::ex> ToGinac(const ExprNode& node, SymbolTable* symbols, const Eval
 Result<GiNaC::ex> ParseToGinac(std::string_view text, SymbolTable* symbols,
                                const EvalLimits& limits);
 
+// base^(1/q) for q = 2 or 3 with perfect powers pulled out of an exact rational base:
+// sqrt(8) -> 2*sqrt(2), sqrt(1/2) -> 1/2*sqrt(2). Other bases are left to GiNaC.
+GiNaC::ex SimplifiedRoot(const GiNaC::ex& base, int q);
+
 // An upper bound on the number of terms expand() would produce; used to refuse blow-ups.
 double EstimateExpandedTerms(const GiNaC::ex& e);
 

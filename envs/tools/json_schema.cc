@@ -72,41 +72,40 @@ Status ValidateJson(const json& schema, const json& value, const std::string& pa
   }
   if (value.is_number()) {
     const double d = value.get<double>();
-    if (auto it = schema.find("minimum"); it != schema.end() && it->is_number() &&
-                                          d < it->get<double>()) {
+    if (auto it = schema.find("minimum");
+        it != schema.end() && it->is_number() && d < it->get<double>()) {
       return InvalidArgument(path + ": " + value.dump() + " is below the minimum " + it->dump());
     }
-    if (auto it = schema.find("maximum"); it != schema.end() && it->is_number() &&
-                                          d > it->get<double>()) {
+    if (auto it = schema.find("maximum");
+        it != schema.end() && it->is_number() && d > it->get<double>()) {
       return InvalidArgument(path + ": " + value.dump() + " is above the maximum " + it->dump());
     }
   }
   if (value.is_string()) {
     const size_t n = value.get_ref<const std::string&>().size();
-    if (auto it = schema.find("minLength"); it != schema.end() && it->is_number_unsigned() &&
-                                            n < it->get<size_t>()) {
+    if (auto it = schema.find("minLength");
+        it != schema.end() && it->is_number_unsigned() && n < it->get<size_t>()) {
       return InvalidArgument(path + ": string shorter than " + it->dump() + " characters");
     }
-    if (auto it = schema.find("maxLength"); it != schema.end() && it->is_number_unsigned() &&
-                                            n > it->get<size_t>()) {
+    if (auto it = schema.find("maxLength");
+        it != schema.end() && it->is_number_unsigned() && n > it->get<size_t>()) {
       return InvalidArgument(path + ": string longer than " + it->dump() + " characters");
     }
   }
   if (value.is_array()) {
-    if (auto it = schema.find("minItems"); it != schema.end() && it->is_number_unsigned() &&
-                                           value.size() < it->get<size_t>()) {
+    if (auto it = schema.find("minItems");
+        it != schema.end() && it->is_number_unsigned() && value.size() < it->get<size_t>()) {
       return InvalidArgument(path + ": needs at least " + it->dump() + " items, got " +
                              std::to_string(value.size()));
     }
-    if (auto it = schema.find("maxItems"); it != schema.end() && it->is_number_unsigned() &&
-                                           value.size() > it->get<size_t>()) {
+    if (auto it = schema.find("maxItems");
+        it != schema.end() && it->is_number_unsigned() && value.size() > it->get<size_t>()) {
       return InvalidArgument(path + ": allows at most " + it->dump() + " items, got " +
                              std::to_string(value.size()));
     }
     if (auto it = schema.find("items"); it != schema.end()) {
       for (size_t i = 0; i < value.size(); ++i) {
-        ALLOT_RETURN_IF_ERROR(
-            ValidateJson(*it, value[i], path + "[" + std::to_string(i) + "]"));
+        ALLOT_RETURN_IF_ERROR(ValidateJson(*it, value[i], path + "[" + std::to_string(i) + "]"));
       }
     }
   }
@@ -120,8 +119,8 @@ Status ValidateJson(const json& schema, const json& value, const std::string& pa
       }
     }
     const auto props = schema.find("properties");
-    const bool closed = schema.contains("additionalProperties") &&
-                        schema["additionalProperties"] == json(false);
+    const bool closed =
+        schema.contains("additionalProperties") && schema["additionalProperties"] == json(false);
     for (const auto& [key, v] : value.items()) {
       if (props != schema.end() && props->is_object() && props->contains(key)) {
         ALLOT_RETURN_IF_ERROR(ValidateJson((*props)[key], v, path + "." + key));
@@ -135,9 +134,10 @@ Status ValidateJson(const json& schema, const json& value, const std::string& pa
 
 Status CheckSchema(const json& schema, const std::string& path) {
   static const std::set<std::string> kKeywords = {
-      "type",     "required", "properties", "additionalProperties", "enum",      "items",
-      "minItems", "maxItems", "minLength",  "maxLength",            "minimum",   "maximum",
-      "description", "default", "examples"};
+      "type",        "required",  "properties", "additionalProperties",
+      "enum",        "items",     "minItems",   "maxItems",
+      "minLength",   "maxLength", "minimum",    "maximum",
+      "description", "default",   "examples"};
   static const std::set<std::string> kTypes = {"string", "number", "integer", "boolean",
                                                "array",  "object", "null"};
   if (!schema.is_object()) return InvalidArgument(path + ": a schema must be an object");
@@ -167,8 +167,7 @@ Status CheckSchema(const json& schema, const std::string& path) {
   if (auto it = schema.find("items"); it != schema.end()) {
     ALLOT_RETURN_IF_ERROR(CheckSchema(*it, path + ".items"));
   }
-  if (auto it = schema.find("additionalProperties");
-      it != schema.end() && !(it->is_boolean())) {
+  if (auto it = schema.find("additionalProperties"); it != schema.end() && !(it->is_boolean())) {
     return InvalidArgument(path + ".additionalProperties: only true/false is supported");
   }
   if (auto it = schema.find("enum"); it != schema.end() && !it->is_array()) {

@@ -122,15 +122,16 @@ Result<size_t> BuildIndex(const std::string& corpus, const std::string& data,
     return Unavailable("cannot create index " + path + ": " + msg);
   }
   std::unique_ptr<sqlite3, int (*)(sqlite3*)> guard(db, sqlite3_close);
-  ALLOT_RETURN_IF_ERROR(Exec(db,
-                             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                             "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-                             "CREATE TABLE pages(doc_id TEXT NOT NULL UNIQUE, title TEXT, body TEXT);"
-                             "CREATE INDEX pages_title ON pages(title COLLATE NOCASE);"
-                             "CREATE VIRTUAL TABLE docs USING fts5(title, body, content='pages',"
-                             " content_rowid='rowid', tokenize='porter unicode61');"
-                             "BEGIN;",
-                             path));
+  ALLOT_RETURN_IF_ERROR(
+      Exec(db,
+           "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+           "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+           "CREATE TABLE pages(doc_id TEXT NOT NULL UNIQUE, title TEXT, body TEXT);"
+           "CREATE INDEX pages_title ON pages(title COLLATE NOCASE);"
+           "CREATE VIRTUAL TABLE docs USING fts5(title, body, content='pages',"
+           " content_rowid='rowid', tokenize='porter unicode61');"
+           "BEGIN;",
+           path));
   Stmt insert(db, "INSERT INTO pages(doc_id, title, body) VALUES (?, ?, ?)");
   if (!insert.ok()) return Internal(std::string("sqlite: ") + sqlite3_errmsg(db));
   size_t line_no = 0, docs = 0;
@@ -198,8 +199,8 @@ Result<std::unique_ptr<KnowledgeBase>> KnowledgeBase::Open(const KnowledgeBaseCo
   if (config.corpus.empty()) return InvalidArgument("knowledge_base.corpus is empty");
   std::unique_ptr<KnowledgeBase> kb(new KnowledgeBase());
   kb->config_ = config;
-  const std::string index = config.index_path.empty() ? config.corpus + ".fts5.sqlite"
-                                                      : config.index_path;
+  const std::string index =
+      config.index_path.empty() ? config.corpus + ".fts5.sqlite" : config.index_path;
   ALLOT_ASSIGN_OR_RETURN(CorpusStamp stamp, StatCorpus(config.corpus));
 
   // Fast path: the stored size and mtime match. Otherwise compare content hashes, and only
@@ -228,8 +229,8 @@ Result<std::unique_ptr<KnowledgeBase>> KnowledgeBase::Open(const KnowledgeBaseCo
       stamp.hash = Fnv1a64(data);
     }
     static std::atomic<int> counter{0};
-    const std::string tmp = index + ".tmp." + std::to_string(::getpid()) + "." +
-                            std::to_string(counter.fetch_add(1));
+    const std::string tmp =
+        index + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     Result<size_t> built = BuildIndex(config.corpus, data, stamp, tmp);
     if (!built.ok()) {
       ::unlink(tmp.c_str());
@@ -304,19 +305,21 @@ Result<Page> KnowledgeBase::GetSummary(std::string_view id_or_title, int sentenc
 }
 
 std::string FirstSentences(std::string_view text, int n) {
-  static const std::set<std::string> kAbbrev = {"e.g", "i.e", "etc", "Mr", "Mrs", "Ms", "Dr",
-                                                "St", "vs", "Jr", "Sr", "No", "approx", "ca"};
+  static const std::set<std::string> kAbbrev = {"e.g", "i.e", "etc", "Mr", "Mrs", "Ms",     "Dr",
+                                                "St",  "vs",  "Jr",  "Sr", "No",  "approx", "ca"};
   size_t i = 0;
   int found = 0;
   while (i < text.size()) {
     const char c = text[i];
-    const bool boundary = i + 1 == text.size() || std::isspace(static_cast<unsigned char>(text[i + 1]));
+    const bool boundary =
+        i + 1 == text.size() || std::isspace(static_cast<unsigned char>(text[i + 1]));
     if ((c == '.' || c == '!' || c == '?') && boundary) {
       size_t w = i;
       while (w > 0 && !std::isspace(static_cast<unsigned char>(text[w - 1]))) --w;
       const std::string word(text.substr(w, i - w));
-      const bool abbrev = c == '.' && (kAbbrev.count(word) ||
-                                       (word.size() == 1 && std::isupper(static_cast<unsigned char>(word[0]))));
+      const bool abbrev =
+          c == '.' && (kAbbrev.count(word) ||
+                       (word.size() == 1 && std::isupper(static_cast<unsigned char>(word[0]))));
       if (!abbrev && ++found == n) return std::string(text.substr(0, i + 1));
     }
     ++i;

@@ -25,9 +25,9 @@ struct sqlite3;
 namespace allot::envs::tools {
 
 struct KnowledgeBaseConfig {
-  std::string corpus;      // JSONL path; empty disables the QA tools
-  std::string index_path;  // default: <corpus>.fts5.sqlite
-  int64_t default_top_k = 5;   // CogER App. D.2: "default top-5"
+  std::string corpus;         // JSONL path; empty disables the QA tools
+  std::string index_path;     // default: <corpus>.fts5.sqlite
+  int64_t default_top_k = 5;  // CogER App. D.2: "default top-5"
   int64_t max_top_k = 50;
   int64_t summary_sentences = 3;
   int64_t max_page_chars = 8000;  // longer pages are cut with a note

@@ -16,18 +16,18 @@ class CodeTool : public Tool {
         "Runs a short Python 3 program in a sandbox (no network, no files outside /tmp, "
         "limited time and memory) and returns its stdout, stderr and exit code. Print the "
         "result. Use only when no other tool fits.";
-    spec_.input_schema = {
-        {"type", "object"},
-        {"properties",
-         {{"code",
-           {{"type", "string"},
-            {"minLength", 1},
-            {"maxLength", sandbox_->config().max_code_bytes},
-            {"description", "complete Python program"}}}}},
-        {"required", {"code"}},
-        {"additionalProperties", false}};
-    spec_.examples = {json{{"code", "import random\nrandom.seed(0)\nprint(sum(random.random() "
-                                    "< 0.5 for _ in range(10000)))"}}};
+    spec_.input_schema = {{"type", "object"},
+                          {"properties",
+                           {{"code",
+                             {{"type", "string"},
+                              {"minLength", 1},
+                              {"maxLength", sandbox_->config().max_code_bytes},
+                              {"description", "complete Python program"}}}}},
+                          {"required", {"code"}},
+                          {"additionalProperties", false}};
+    spec_.examples = {json{{"code",
+                            "import random\nrandom.seed(0)\nprint(sum(random.random() "
+                            "< 0.5 for _ in range(10000)))"}}};
   }
   const ToolSpec& spec() const override { return spec_; }
   Result<json> Run(const json& params) override {
@@ -57,11 +57,11 @@ json PageJson(const Page& p) { return {{"id", p.id}, {"title", p.title}, {"text"
 }  // namespace
 
 Status RegisterQaTools(ToolRegistry& registry, std::shared_ptr<const KnowledgeBase> kb) {
-  const json id_or_title = {{"type", "string"},
-                            {"minLength", 1},
-                            {"description", "page id or exact title"}};
+  const json id_or_title = {
+      {"type", "string"}, {"minLength", 1}, {"description", "page id or exact title"}};
   ALLOT_RETURN_IF_ERROR(registry.Register(std::make_unique<FunctionTool>(
-      ToolSpec{"wiki_search", "qa",
+      ToolSpec{"wiki_search",
+               "qa",
                "Searches the knowledge base; returns the titles and ids of the most relevant "
                "pages (default top 5).",
                {{"type", "object"},
@@ -80,7 +80,9 @@ Status RegisterQaTools(ToolRegistry& registry, std::shared_ptr<const KnowledgeBa
         return json{{"results", out}};
       })));
   ALLOT_RETURN_IF_ERROR(registry.Register(std::make_unique<FunctionTool>(
-      ToolSpec{"wiki_get_page", "qa", "Returns the full text of a page by id or title.",
+      ToolSpec{"wiki_get_page",
+               "qa",
+               "Returns the full text of a page by id or title.",
                {{"type", "object"},
                 {"properties", {{"page", id_or_title}}},
                 {"required", {"page"}},
@@ -91,7 +93,8 @@ Status RegisterQaTools(ToolRegistry& registry, std::shared_ptr<const KnowledgeBa
         return PageJson(page);
       })));
   ALLOT_RETURN_IF_ERROR(registry.Register(std::make_unique<FunctionTool>(
-      ToolSpec{"wiki_get_summary", "qa",
+      ToolSpec{"wiki_get_summary",
+               "qa",
                "Returns the introductory summary (first sentences) of a page by id or title.",
                {{"type", "object"},
                 {"properties", {{"page", id_or_title}}},
@@ -116,13 +119,15 @@ Result<std::unique_ptr<ToolRegistry>> BuildRstKit(const ToolsConfig& config) {
   if (!config.knowledge_base.corpus.empty()) {
     ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<KnowledgeBase> kb,
                            KnowledgeBase::Open(config.knowledge_base));
-    ALLOT_RETURN_IF_ERROR(RegisterQaTools(*registry, std::shared_ptr<const KnowledgeBase>(std::move(kb))));
+    ALLOT_RETURN_IF_ERROR(
+        RegisterQaTools(*registry, std::shared_ptr<const KnowledgeBase>(std::move(kb))));
   }
   if (config.arithmetic) ALLOT_RETURN_IF_ERROR(RegisterArithmeticTools(*registry));
   if (config.symbolic) ALLOT_RETURN_IF_ERROR(RegisterSymbolicTools(*registry));
   if (config.statistics) ALLOT_RETURN_IF_ERROR(RegisterStatisticsTools(*registry));
   if (config.code) {
-    ALLOT_RETURN_IF_ERROR(RegisterCodeTool(*registry, std::make_shared<const Sandbox>(config.sandbox)));
+    ALLOT_RETURN_IF_ERROR(
+        RegisterCodeTool(*registry, std::make_shared<const Sandbox>(config.sandbox)));
   }
   return registry;
 }

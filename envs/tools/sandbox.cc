@@ -9,12 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <dirent.h>
 
 namespace allot::envs::tools {
 namespace {
@@ -104,21 +104,26 @@ Result<ExecResult> Sandbox::RunPython(std::string_view code, std::string_view st
 
   // Everything the child needs is prepared before fork(): after it, only async-signal-safe
   // calls are allowed.
-  std::vector<std::string> args = {bwrap, "--unshare-all", "--die-with-parent", "--new-session",
-                                   "--cap-drop", "ALL", "--hostname", "sandbox"};
+  std::vector<std::string> args = {bwrap,           "--unshare-all", "--die-with-parent",
+                                   "--new-session", "--cap-drop",    "ALL",
+                                   "--hostname",    "sandbox"};
   for (const std::string& dir : c.ro_binds) {
     args.insert(args.end(), {"--ro-bind-try", dir, dir});
   }
-  args.insert(args.end(), {"--size", std::to_string(c.tmp_size_mb * 1024 * 1024), "--tmpfs",
-                           "/tmp", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/",
-                           "--chdir", "/tmp", c.python, "-I", "-c", std::string(code)});
+  args.insert(args.end(), {"--size", std::to_string(c.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp",
+                           "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/", "--chdir",
+                           "/tmp", c.python, "-I", "-c", std::string(code)});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp",
-                                  "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
-                                  "PYTHONUNBUFFERED=1", "OPENBLAS_NUM_THREADS=1",
-                                  "OMP_NUM_THREADS=1", "MPLBACKEND=Agg"};
+  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                  "HOME=/tmp",
+                                  "LANG=C.UTF-8",
+                                  "PYTHONDONTWRITEBYTECODE=1",
+                                  "PYTHONUNBUFFERED=1",
+                                  "OPENBLAS_NUM_THREADS=1",
+                                  "OMP_NUM_THREADS=1",
+                                  "MPLBACKEND=Agg"};
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -202,7 +207,8 @@ Result<ExecResult> Sandbox::RunPython(std::string_view code, std::string_view st
     }
     if (n == 0 && exited) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    const int wait_ms = result.timed_out ? 20 : static_cast<int>(std::clamp<int64_t>(left.count(), 1, 50));
+    const int wait_ms =
+        result.timed_out ? 20 : static_cast<int>(std::clamp<int64_t>(left.count(), 1, 50));
     if (n > 0) {
       ::poll(pfds, static_cast<nfds_t>(n), wait_ms);
       for (int k = 0; k < n; ++k) {
@@ -214,8 +220,8 @@ Result<ExecResult> Sandbox::RunPython(std::string_view code, std::string_view st
           fds[i] = -1;  // closed by the Pipe destructors
           continue;
         }
-        const size_t room = static_cast<size_t>(c.max_output_bytes) - std::min(
-            sinks[i]->size(), static_cast<size_t>(c.max_output_bytes));
+        const size_t room = static_cast<size_t>(c.max_output_bytes) -
+                            std::min(sinks[i]->size(), static_cast<size_t>(c.max_output_bytes));
         sinks[i]->append(buf, std::min(room, static_cast<size_t>(got)));
         if (static_cast<size_t>(got) > room) *truncated[i] = true;
       }
@@ -249,7 +255,8 @@ Result<ExecResult> Sandbox::RunPython(std::string_view code, std::string_view st
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string exec_msg;
   ssize_t got;
-  while ((got = ::read(exec_err.fd[0], buf, sizeof(buf))) > 0) exec_msg.append(buf, static_cast<size_t>(got));
+  while ((got = ::read(exec_err.fd[0], buf, sizeof(buf))) > 0)
+    exec_msg.append(buf, static_cast<size_t>(got));
   if (!exec_msg.empty()) return Unavailable(exec_msg);
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

@@ -30,11 +30,11 @@ struct SandboxConfig {
   std::string bwrap = "bwrap";              // looked up in PATH unless absolute
   double wall_timeout_s = 10.0;
   int64_t cpu_limit_s = 5;
-  int64_t memory_limit_mb = 512;       // RLIMIT_AS of every process in the sandbox
-  int64_t max_output_bytes = 16384;    // per stream
-  int64_t max_file_size_mb = 8;        // RLIMIT_FSIZE
-  int64_t tmp_size_mb = 32;            // the private /tmp
-  int64_t max_processes = 16;          // RLIMIT_NPROC for the sandbox's uid
+  int64_t memory_limit_mb = 512;     // RLIMIT_AS of every process in the sandbox
+  int64_t max_output_bytes = 16384;  // per stream
+  int64_t max_file_size_mb = 8;      // RLIMIT_FSIZE
+  int64_t tmp_size_mb = 32;          // the private /tmp
+  int64_t max_processes = 16;        // RLIMIT_NPROC for the sandbox's uid
   int64_t max_code_bytes = 65536;
   // Host directories visible read-only inside (missing ones are skipped).
   std::vector<std::string> ro_binds = {"/usr", "/bin", "/lib", "/lib64", "/etc"};
@@ -61,8 +61,8 @@ struct SandboxConfig {
 };
 
 struct ExecResult {
-  int exit_code = -1;     // when the process exited normally
-  int term_signal = 0;    // when a signal ended it (SIGKILL on timeout, SIGXCPU on CPU limit)
+  int exit_code = -1;   // when the process exited normally
+  int term_signal = 0;  // when a signal ended it (SIGKILL on timeout, SIGXCPU on CPU limit)
   bool timed_out = false;
   bool stdout_truncated = false;
   bool stderr_truncated = false;

@@ -32,7 +32,7 @@ double LogChoose(long n, long k) {
          std::lgamma(static_cast<double>(n - k) + 1);
 }
 
-constexpr long kMaxCount = 10'000'000;
+constexpr long kMaxCount = 1'000'000;  // keeps a cdf sum under ~50 ms
 
 }  // namespace
 
@@ -123,7 +123,7 @@ Result<double> NormalCdf(double x, double mean, double std) {
 }
 
 Result<double> BinomialPmf(long k, long n, double p) {
-  if (n < 0 || n > kMaxCount) return InvalidArgument("n must lie in [0, 1e7]");
+  if (n < 0 || n > kMaxCount) return InvalidArgument("n must lie in [0, 1e6]");
   ALLOT_RETURN_IF_ERROR(CheckProbability(p));
   if (k < 0 || k > n) return 0.0;
   if (p == 0) return k == 0 ? 1.0 : 0.0;
@@ -133,7 +133,7 @@ Result<double> BinomialPmf(long k, long n, double p) {
 }
 
 Result<double> BinomialCdf(long k, long n, double p) {
-  if (n < 0 || n > kMaxCount) return InvalidArgument("n must lie in [0, 1e7]");
+  if (n < 0 || n > kMaxCount) return InvalidArgument("n must lie in [0, 1e6]");
   ALLOT_RETURN_IF_ERROR(CheckProbability(p));
   if (k < 0) return 0.0;
   if (k >= n) return 1.0;

@@ -47,8 +47,7 @@ Result<GiNaC::symbol> Variable(Ctx& ctx, const std::string& name) {
 Result<GiNaC::symbol> PickVariable(Ctx& ctx, const json& p, const char* key) {
   if (p.contains(key)) return Variable(ctx, p[key].get<std::string>());
   if (ctx.symbols.symbols().size() == 1) return ctx.symbols.symbols().begin()->second;
-  return InvalidArgument(std::string("parameters: name the '") + key +
-                         "' (the expression has " +
+  return InvalidArgument(std::string("parameters: name the '") + key + "' (the expression has " +
                          std::to_string(ctx.symbols.symbols().size()) + " free symbols)");
 }
 
@@ -56,10 +55,14 @@ Status CheckExpandable(const ex& e, const EvalLimits& limits) {
   const double terms = EstimateExpandedTerms(e);
   if (terms > limits.max_expand_terms) {
     return ResourceExhausted("expression would expand to about " +
-                             std::to_string(static_cast<long long>(terms)) +
-                             " terms (limit " + std::to_string(limits.max_expand_terms) + ")");
+                             std::to_string(static_cast<long long>(terms)) + " terms (limit " +
+                             std::to_string(limits.max_expand_terms) + ")");
   }
   return Status::Ok();
+}
+
+bool IsRationalNumber(const ex& e) {
+  return GiNaC::is_a<GiNaC::numeric>(e) && GiNaC::ex_to<GiNaC::numeric>(e).is_rational();
 }
 
 json Value(const ex& e) {
@@ -69,7 +72,9 @@ json Value(const ex& e) {
   return out;
 }
 
-json Expression(const char* doc) { return {{"type", "string"}, {"minLength", 1}, {"description", doc}}; }
+json Expression(const char* doc) {
+  return {{"type", "string"}, {"minLength", 1}, {"description", doc}};
+}
 
 json ObjectSchema(json properties, json required) {
   return {{"type", "object"},
@@ -164,7 +169,8 @@ Result<json> PolynomialRoots(const ex& poly_in, const GiNaC::symbol& x, const Ev
       const ex a = fe.coeff(x, 2), b = fe.coeff(x, 1), c = fe.coeff(x, 0);
       const ex disc = (b * b - 4 * a * c).expand();
       for (int sign : {-1, 1}) {
-        const ex r = ((-b + sign * GiNaC::sqrt(disc)) / (2 * a)).normal();
+        const ex root = IsRationalNumber(disc) ? SimplifiedRoot(disc, 2) : GiNaC::sqrt(disc);
+        const ex r = ((-b + sign * root) / (2 * a)).normal();
         json j = Value(r);
         j["multiplicity"] = mult;
         roots.push_back(j);
@@ -264,7 +270,9 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
   // Each call gets a fresh symbol table: "x" in one call is unrelated to "x" in the next.
   auto unary = [&](const std::string& name, const std::string& doc, auto op) -> Status {
     return Add(registry,
-               {name, "symbolic", doc,
+               {name,
+                "symbolic",
+                doc,
                 ObjectSchema({{"expression", Expression("e.g. (x^2-1)/(x-1)")}}, {"expression"}),
                 {json{{"expression", "(x^2 - 1)/(x - 1)"}}}},
                [limits, op](const json& p) -> Result<json> {
@@ -286,17 +294,18 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
 
   ALLOT_RETURN_IF_ERROR(Add(
       registry,
-      {"solve", "symbolic",
+      {"solve",
+       "symbolic",
        "Solves one polynomial equation in one variable (exact roots where possible) or a "
        "system of linear equations. Write equations with '='; a bare expression means '= 0'.",
-       ObjectSchema({{"equations",
-                      {{"type", "array"},
-                       {"items", Expression("e.g. 2*x + y = 3")},
-                       {"minItems", 1},
-                       {"maxItems", 12}}},
-                     {"variables",
-                      {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 12}}}},
-                    {"equations"}),
+       ObjectSchema(
+           {{"equations",
+             {{"type", "array"},
+              {"items", Expression("e.g. 2*x + y = 3")},
+              {"minItems", 1},
+              {"maxItems", 12}}},
+            {"variables", {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 12}}}},
+           {"equations"}),
        {json{{"equations", {"x^2 - 5*x + 6 = 0"}}, {"variables", {"x"}}},
         json{{"equations", {"x + y = 3", "x - y = 1"}}}}},
       [limits](const json& p) -> Result<json> {
@@ -332,8 +341,8 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
           ALLOT_RETURN_IF_ERROR(CheckExpandable(d, limits));
           for (size_t k = 0; k < vars.nops(); ++k) {
             if (!d.expand().is_polynomial(vars.op(k)) || d.expand().degree(vars.op(k)) > 1) {
-              return InvalidArgument("equation " + std::to_string(i + 1) +
-                                     " is not linear in " + GinacToString(vars.op(k)) +
+              return InvalidArgument("equation " + std::to_string(i + 1) + " is not linear in " +
+                                     GinacToString(vars.op(k)) +
                                      "; only linear systems and single polynomial equations "
                                      "are supported");
             }
@@ -350,128 +359,139 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
         return json{{"solutions", json::array({out})}};
       }));
 
-  ALLOT_RETURN_IF_ERROR(Add(
-      registry,
-      {"differentiate", "symbolic", "Derivative of an expression with respect to a variable.",
-       ObjectSchema({{"expression", Expression("e.g. x^3*sin(x)")},
-                     {"variable", {{"type", "string"}}},
-                     {"order", {{"type", "integer"}, {"minimum", 1}, {"maximum", 16}}}},
-                    {"expression"}),
-       {json{{"expression", "x^3*sin(x)"}, {"variable", "x"}}}},
-      [limits](const json& p) -> Result<json> {
-        Ctx ctx{{}, limits};
-        ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
-        ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
-        return Value(e.diff(x, static_cast<unsigned>(p.value("order", 1))));
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      Add(registry,
+          {"differentiate",
+           "symbolic",
+           "Derivative of an expression with respect to a variable.",
+           ObjectSchema({{"expression", Expression("e.g. x^3*sin(x)")},
+                         {"variable", {{"type", "string"}}},
+                         {"order", {{"type", "integer"}, {"minimum", 1}, {"maximum", 16}}}},
+                        {"expression"}),
+           {json{{"expression", "x^3*sin(x)"}, {"variable", "x"}}}},
+          [limits](const json& p) -> Result<json> {
+            Ctx ctx{{}, limits};
+            ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
+            ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
+            return Value(e.diff(x, static_cast<unsigned>(p.value("order", 1))));
+          }));
 
-  ALLOT_RETURN_IF_ERROR(Add(
-      registry,
-      {"integrate", "symbolic",
-       "Integral of an expression: the antiderivative of a polynomial, or a definite integral "
-       "between 'lower' and 'upper' (numeric when no closed form is found).",
-       ObjectSchema({{"expression", Expression("e.g. 3*x^2 + 1")},
-                     {"variable", {{"type", "string"}}},
-                     {"lower", {{"type", json::array({"number", "string"})}}},
-                     {"upper", {{"type", json::array({"number", "string"})}}}},
-                    {"expression"}),
-       {json{{"expression", "3*x^2 + 1"}, {"variable", "x"}, {"lower", 0}, {"upper", 2}}}},
-      [limits](const json& p) -> Result<json> {
-        Ctx ctx{{}, limits};
-        ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
-        ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
-        if (p.contains("lower") != p.contains("upper")) {
-          return InvalidArgument("parameters: give both 'lower' and 'upper', or neither");
-        }
-        if (!p.contains("lower")) {
-          ALLOT_RETURN_IF_ERROR(CheckExpandable(e, limits));
-          const ex poly = e.expand();
-          if (!poly.is_polynomial(x)) {
-            return InvalidArgument("antiderivatives are only supported for polynomials in " +
-                                   x.get_name());
-          }
-          ex out = 0;
-          for (int k = poly.ldegree(x); k <= poly.degree(x); ++k) {
-            out += poly.coeff(x, k) * GiNaC::pow(x, k + 1) / (k + 1);
-          }
-          return Value(out);
-        }
-        auto bound = [&](const json& v) { return Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump()); };
-        ALLOT_ASSIGN_OR_RETURN(ex lo, bound(p["lower"]));
-        ALLOT_ASSIGN_OR_RETURN(ex hi, bound(p["upper"]));
-        const ex integral = GiNaC::integral(x, lo, hi, e).eval_integ();
-        if (!GiNaC::has(integral, GiNaC::integral(x, lo, hi, e)) &&
-            !GiNaC::is_a<GiNaC::integral>(integral)) {
-          return Value(integral.normal());
-        }
-        ALLOT_ASSIGN_OR_RETURN(std::string dec, GinacToDecimal(integral));
-        return json{{"result", dec}, {"numeric", true}};
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      Add(registry,
+          {"integrate",
+           "symbolic",
+           "Integral of an expression: the antiderivative of a polynomial, or a definite integral "
+           "between 'lower' and 'upper' (numeric when no closed form is found).",
+           ObjectSchema({{"expression", Expression("e.g. 3*x^2 + 1")},
+                         {"variable", {{"type", "string"}}},
+                         {"lower", {{"type", json::array({"number", "string"})}}},
+                         {"upper", {{"type", json::array({"number", "string"})}}}},
+                        {"expression"}),
+           {json{{"expression", "3*x^2 + 1"}, {"variable", "x"}, {"lower", 0}, {"upper", 2}}}},
+          [limits](const json& p) -> Result<json> {
+            Ctx ctx{{}, limits};
+            ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
+            ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
+            if (p.contains("lower") != p.contains("upper")) {
+              return InvalidArgument("parameters: give both 'lower' and 'upper', or neither");
+            }
+            if (!p.contains("lower")) {
+              ALLOT_RETURN_IF_ERROR(CheckExpandable(e, limits));
+              const ex poly = e.expand();
+              if (!poly.is_polynomial(x)) {
+                return InvalidArgument("antiderivatives are only supported for polynomials in " +
+                                       x.get_name());
+              }
+              ex out = 0;
+              for (int k = poly.ldegree(x); k <= poly.degree(x); ++k) {
+                out += poly.coeff(x, k) * GiNaC::pow(x, k + 1) / (k + 1);
+              }
+              return Value(out);
+            }
+            auto bound = [&](const json& v) {
+              return Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump());
+            };
+            ALLOT_ASSIGN_OR_RETURN(ex lo, bound(p["lower"]));
+            ALLOT_ASSIGN_OR_RETURN(ex hi, bound(p["upper"]));
+            const ex integral = GiNaC::integral(x, lo, hi, e).eval_integ();
+            if (!GiNaC::has(integral, GiNaC::integral(x, lo, hi, e)) &&
+                !GiNaC::is_a<GiNaC::integral>(integral)) {
+              return Value(integral.normal());
+            }
+            ALLOT_ASSIGN_OR_RETURN(std::string dec, GinacToDecimal(integral));
+            return json{{"result", dec}, {"numeric", true}};
+          }));
 
-  ALLOT_RETURN_IF_ERROR(Add(
-      registry,
-      {"series", "symbolic", "Taylor/Laurent series of an expression around a point.",
-       ObjectSchema({{"expression", Expression("e.g. exp(x)")},
-                     {"variable", {{"type", "string"}}},
-                     {"point", {{"type", json::array({"number", "string"})}}},
-                     {"order", {{"type", "integer"}, {"minimum", 1}, {"maximum", 20}}}},
-                    {"expression"}),
-       {json{{"expression", "exp(x)"}, {"variable", "x"}, {"point", 0}, {"order", 4}}}},
-      [limits](const json& p) -> Result<json> {
-        Ctx ctx{{}, limits};
-        ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
-        ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
-        ex point = 0;
-        if (p.contains("point")) {
-          const json& v = p["point"];
-          ALLOT_ASSIGN_OR_RETURN(point, Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump()));
-        }
-        const ex s = e.series(x == point, p.value("order", 6));
-        return json{{"result", GinacToString(GiNaC::series_to_poly(s))},
-                    {"order", p.value("order", 6)}};
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      Add(registry,
+          {"series",
+           "symbolic",
+           "Taylor/Laurent series of an expression around a point.",
+           ObjectSchema({{"expression", Expression("e.g. exp(x)")},
+                         {"variable", {{"type", "string"}}},
+                         {"point", {{"type", json::array({"number", "string"})}}},
+                         {"order", {{"type", "integer"}, {"minimum", 1}, {"maximum", 20}}}},
+                        {"expression"}),
+           {json{{"expression", "exp(x)"}, {"variable", "x"}, {"point", 0}, {"order", 4}}}},
+          [limits](const json& p) -> Result<json> {
+            Ctx ctx{{}, limits};
+            ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
+            ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
+            ex point = 0;
+            if (p.contains("point")) {
+              const json& v = p["point"];
+              ALLOT_ASSIGN_OR_RETURN(point,
+                                     Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump()));
+            }
+            const ex s = e.series(x == point, p.value("order", 6));
+            return json{{"result", GinacToString(GiNaC::series_to_poly(s))},
+                        {"order", p.value("order", 6)}};
+          }));
 
-  ALLOT_RETURN_IF_ERROR(Add(
-      registry,
-      {"limit", "symbolic",
-       "Limit of an expression as the variable approaches a point (a number, oo or -oo).",
-       ObjectSchema({{"expression", Expression("e.g. sin(x)/x")},
-                     {"variable", {{"type", "string"}}},
-                     {"point", {{"type", json::array({"number", "string"})}}}},
-                    {"expression", "point"}),
-       {json{{"expression", "sin(x)/x"}, {"variable", "x"}, {"point", 0}}}},
-      [limits](const json& p) -> Result<json> {
-        Ctx ctx{{}, limits};
-        ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
-        ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
-        const json& v = p["point"];
-        return Limit(e, x, v.is_string() ? v.get<std::string>() : v.dump(), ctx);
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      Add(registry,
+          {"limit",
+           "symbolic",
+           "Limit of an expression as the variable approaches a point (a number, oo or -oo).",
+           ObjectSchema({{"expression", Expression("e.g. sin(x)/x")},
+                         {"variable", {{"type", "string"}}},
+                         {"point", {{"type", json::array({"number", "string"})}}}},
+                        {"expression", "point"}),
+           {json{{"expression", "sin(x)/x"}, {"variable", "x"}, {"point", 0}}}},
+          [limits](const json& p) -> Result<json> {
+            Ctx ctx{{}, limits};
+            ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
+            ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol x, PickVariable(ctx, p, "variable"));
+            const json& v = p["point"];
+            return Limit(e, x, v.is_string() ? v.get<std::string>() : v.dump(), ctx);
+          }));
 
-  ALLOT_RETURN_IF_ERROR(Add(
-      registry,
-      {"substitute", "symbolic",
-       "Substitutes values (numbers or expressions) for variables and evaluates.",
-       ObjectSchema({{"expression", Expression("e.g. n^3 - 9*n^2 + 23*n - 21")},
-                     {"values", {{"type", "object"}}}},
-                    {"expression", "values"}),
-       {json{{"expression", "n^3 - 9*n^2 + 23*n - 21"}, {"values", {{"n", 5}}}}}},
-      [limits](const json& p) -> Result<json> {
-        Ctx ctx{{}, limits};
-        ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
-        GiNaC::lst subs;
-        for (const auto& [name, v] : p["values"].items()) {
-          if (!v.is_number() && !v.is_string()) {
-            return InvalidArgument("parameters.values." + name + ": expected number or string");
-          }
-          ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol s, Variable(ctx, name));
-          ALLOT_ASSIGN_OR_RETURN(ex val, Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump()));
-          subs.append(s == val);
-        }
-        const ex r = e.subs(subs);
-        ALLOT_RETURN_IF_ERROR(CheckExpandable(r, limits));
-        return Value(r.normal());
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      Add(registry,
+          {"substitute",
+           "symbolic",
+           "Substitutes values (numbers or expressions) for variables and evaluates.",
+           ObjectSchema({{"expression", Expression("e.g. n^3 - 9*n^2 + 23*n - 21")},
+                         {"values", {{"type", "object"}}}},
+                        {"expression", "values"}),
+           {json{{"expression", "n^3 - 9*n^2 + 23*n - 21"}, {"values", {{"n", 5}}}}}},
+          [limits](const json& p) -> Result<json> {
+            Ctx ctx{{}, limits};
+            ALLOT_ASSIGN_OR_RETURN(ex e, Parse(ctx, p["expression"].get<std::string>()));
+            GiNaC::lst subs;
+            for (const auto& [name, v] : p["values"].items()) {
+              if (!v.is_number() && !v.is_string()) {
+                return InvalidArgument("parameters.values." + name + ": expected number or string");
+              }
+              ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol s, Variable(ctx, name));
+              ALLOT_ASSIGN_OR_RETURN(ex val,
+                                     Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump()));
+              subs.append(s == val);
+            }
+            const ex r = e.subs(subs);
+            ALLOT_RETURN_IF_ERROR(CheckExpandable(r, limits));
+            return Value(r.normal());
+          }));
 
   auto matrix_tool = [&](const std::string& name, const std::string& doc, bool two,
                          auto op) -> Status {
@@ -486,8 +506,8 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
     return Add(registry, {name, "symbolic", doc, ObjectSchema(props, required), {example}},
                [limits, two, op](const json& p) -> Result<json> {
                  Ctx ctx{{}, limits};
-                 ALLOT_ASSIGN_OR_RETURN(ex a, ParseMatrix(ctx, two ? p["a"] : p["matrix"],
-                                                          two ? "a" : "matrix"));
+                 ALLOT_ASSIGN_OR_RETURN(
+                     ex a, ParseMatrix(ctx, two ? p["a"] : p["matrix"], two ? "a" : "matrix"));
                  ex b;
                  if (two) {
                    ALLOT_ASSIGN_OR_RETURN(b, ParseMatrix(ctx, p["b"], "b"));
@@ -500,19 +520,20 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
     if (m.rows() != m.cols()) return InvalidArgument("the matrix must be square");
     return Status::Ok();
   };
-  ALLOT_RETURN_IF_ERROR(matrix_tool(
-      "matrix_determinant", "Determinant of a square matrix.", false,
-      [square](Ctx&, const GiNaC::matrix& m, const GiNaC::matrix&) -> Result<json> {
-        ALLOT_RETURN_IF_ERROR(square(m));
-        return Value(m.determinant().normal());
-      }));
-  ALLOT_RETURN_IF_ERROR(matrix_tool(
-      "matrix_inverse", "Inverse of a square matrix.", false,
-      [square](Ctx&, const GiNaC::matrix& m, const GiNaC::matrix&) -> Result<json> {
-        ALLOT_RETURN_IF_ERROR(square(m));
-        if (m.determinant().normal().is_zero()) return InvalidArgument("the matrix is singular");
-        return json{{"result", MatrixJson(m.inverse())}};
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      matrix_tool("matrix_determinant", "Determinant of a square matrix.", false,
+                  [square](Ctx&, const GiNaC::matrix& m, const GiNaC::matrix&) -> Result<json> {
+                    ALLOT_RETURN_IF_ERROR(square(m));
+                    return Value(m.determinant().normal());
+                  }));
+  ALLOT_RETURN_IF_ERROR(
+      matrix_tool("matrix_inverse", "Inverse of a square matrix.", false,
+                  [square](Ctx&, const GiNaC::matrix& m, const GiNaC::matrix&) -> Result<json> {
+                    ALLOT_RETURN_IF_ERROR(square(m));
+                    if (m.determinant().normal().is_zero())
+                      return InvalidArgument("the matrix is singular");
+                    return json{{"result", MatrixJson(m.inverse())}};
+                  }));
   ALLOT_RETURN_IF_ERROR(matrix_tool(
       "matrix_multiply", "Matrix product a*b.", true,
       [](Ctx&, const GiNaC::matrix& a, const GiNaC::matrix& b) -> Result<json> {
@@ -524,9 +545,10 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
         return json{{"result", MatrixJson(a.mul(b))}};
       }));
   ALLOT_RETURN_IF_ERROR(matrix_tool(
-      "matrix_eigenvalues", "Eigenvalues of a square matrix (roots of its characteristic "
-      "polynomial, with multiplicities).", false,
-      [square, limits](Ctx&, const GiNaC::matrix& m, const GiNaC::matrix&) -> Result<json> {
+      "matrix_eigenvalues",
+      "Eigenvalues of a square matrix (roots of its characteristic "
+      "polynomial, with multiplicities).",
+      false, [square, limits](Ctx&, const GiNaC::matrix& m, const GiNaC::matrix&) -> Result<json> {
         ALLOT_RETURN_IF_ERROR(square(m));
         GiNaC::symbol lambda("lambda");
         const ex charpoly = m.charpoly(lambda).expand();

@@ -20,7 +20,7 @@ struct ToolSpec {
   std::string family;       // "qa", "arithmetic", "symbolic", "statistics", "code"
   std::string description;  // one or two sentences for the tool list
   nlohmann::json input_schema = nlohmann::json::object();  // envs/tools/json_schema.h subset
-  std::vector<nlohmann::json> examples;                     // example "parameters" objects
+  std::vector<nlohmann::json> examples;                    // example "parameters" objects
 };
 
 struct ToolResult {

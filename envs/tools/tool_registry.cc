@@ -94,8 +94,7 @@ Status ToolRegistry::Register(std::unique_ptr<Tool> tool) {
   if (by_name_.count(spec.name)) {
     return AlreadyExists("tool '" + spec.name + "' is already registered");
   }
-  ALLOT_RETURN_IF_ERROR(
-      CheckSchema(spec.input_schema, spec.name + ".input_schema"));
+  ALLOT_RETURN_IF_ERROR(CheckSchema(spec.input_schema, spec.name + ".input_schema"));
   for (size_t i = 0; i < spec.examples.size(); ++i) {
     Status s = ValidateJson(spec.input_schema, spec.examples[i]);
     if (!s.ok()) return s.Annotate(spec.name + " example " + std::to_string(i));
@@ -123,8 +122,9 @@ std::string ToolRegistry::RenderToolList() const {
     out += "- " + s.name + ": " + s.description + "\n";
     out += "  Parameters (JSON schema): " + s.input_schema.dump() + "\n";
     if (!s.examples.empty()) {
-      out += "  Example: " +
-             json{{"tool_name", s.name}, {"parameters", s.examples.front()}}.dump() + "\n";
+      out +=
+          "  Example: " + json{{"tool_name", s.name}, {"parameters", s.examples.front()}}.dump() +
+          "\n";
     }
   }
   return out;

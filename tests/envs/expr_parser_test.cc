@@ -1,0 +1,114 @@
+#include "envs/tools/expr_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "envs/tools/calculator_tools.h"
+
+namespace allot::envs::tools {
+namespace {
+
+std::string Tree(const std::string& text) {
+  auto r = ParseExpression(text);
+  return r.ok() ? ExprToString(**r) : "ERROR: " + r.status().message();
+}
+
+TEST(ExprParserTest, PrecedenceAndAssociativity) {
+  EXPECT_EQ(Tree("1 + 2 * 3"), "(1 + (2 * 3))");
+  EXPECT_EQ(Tree("2 ^ 3 ^ 2"), "(2 ^ (3 ^ 2))");
+  EXPECT_EQ(Tree("-2^2"), "(-(2 ^ 2))");
+  EXPECT_EQ(Tree("2^-1"), "(2 ^ (-1))");
+  EXPECT_EQ(Tree("10 - 4 - 3"), "((10 - 4) - 3)");
+  EXPECT_EQ(Tree("5!"), "(5!)");
+  EXPECT_EQ(Tree("2 ** 3"), "(2 ^ 3)");
+}
+
+TEST(ExprParserTest, ImplicitMultiplicationAndUnicodeOperators) {
+  EXPECT_EQ(Tree("9(5)^2"), "(9 * (5 ^ 2))");
+  EXPECT_EQ(Tree("2x"), "(2 * x)");
+  EXPECT_EQ(Tree("6 \xC3\x97 7 \xC3\xB7 2"), "((6 * 7) / 2)");
+}
+
+TEST(ExprParserTest, RejectsMalformedInput) {
+  EXPECT_FALSE(ParseExpression("").ok());
+  EXPECT_FALSE(ParseExpression("1 +").ok());
+  EXPECT_FALSE(ParseExpression("(1 + 2").ok());
+  EXPECT_FALSE(ParseExpression("1 $ 2").ok());
+  EXPECT_FALSE(ParseExpression("__import__('os')").ok() && Calculate("__import__('os')").ok());
+  auto r = ParseExpression("3 + )");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("at 4"), std::string::npos) << r.status().message();
+}
+
+TEST(ExprParserTest, RejectsDeepNestingAndLongInput) {
+  const std::string deep = std::string(200, '(') + "1" + std::string(200, ')');
+  auto r = ParseExpression(deep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nested too deeply"), std::string::npos);
+  EXPECT_FALSE(ParseExpression(std::string(5000, '1')).ok());
+  EXPECT_FALSE(ParseExpression(std::string(300, '-') + "1").ok());
+}
+
+std::string Value(const std::string& expr) {
+  auto r = Calculate(expr);
+  return r.ok() ? r->exact : "ERROR: " + r.status().message();
+}
+std::string Decimal(const std::string& expr) {
+  auto r = Calculate(expr);
+  return r.ok() ? r->decimal : "ERROR: " + r.status().message();
+}
+
+TEST(CalculateTest, CogErCaseStudyPolynomial) {
+  // CogER App. E, Case Study 1: 5^3 - 9(5)^2 + 23(5) - 21 = -6.
+  EXPECT_EQ(Value("5^3 - 9 * (5)^2 + 23 * 5 - 21"), "-6");
+  EXPECT_EQ(Value("5^3 - 9(5)^2 + 23(5) - 21"), "-6");
+}
+
+TEST(CalculateTest, ExactRationals) {
+  EXPECT_EQ(Value("1/3 + 1/6"), "1/2");
+  EXPECT_EQ(Decimal("1/3 + 1/6"), "0.5");
+  EXPECT_EQ(Value("0.1 + 0.2"), "3/10");
+  EXPECT_EQ(Value("1e3 / 8"), "125");
+  EXPECT_EQ(Value("2^-2"), "1/4");
+  EXPECT_EQ(Value("2^100"), "1267650600228229401496703205376");
+}
+
+TEST(CalculateTest, Functions) {
+  EXPECT_EQ(Value("sqrt(16)"), "4");
+  EXPECT_EQ(Decimal("sqrt(2)"), "1.4142135623731");
+  EXPECT_EQ(Value("sqrt(8)"), "2*sqrt(2)");
+  EXPECT_EQ(Value("sqrt(1/2)"), "1/2*sqrt(2)");
+  EXPECT_EQ(Value("cbrt(54)"), "3*2^(1/3)");
+  EXPECT_EQ(Value("5!"), "120");
+  EXPECT_EQ(Value("factorial(6)"), "720");
+  EXPECT_EQ(Value("gcd(12, 18)"), "6");
+  EXPECT_EQ(Value("lcm(4, 6, 10)"), "60");
+  EXPECT_EQ(Value("comb(10, 3)"), "120");
+  EXPECT_EQ(Value("perm(5, 2)"), "20");
+  EXPECT_EQ(Value("17 % 5"), "2");
+  EXPECT_EQ(Value("-7 % 3"), "2");  // the sign of the divisor, as in Python
+  EXPECT_EQ(Value("floor(7/2) + ceil(7/2) + round(5/2)"), "10");
+  EXPECT_EQ(Decimal("log(100, 10)"), "2");
+  EXPECT_EQ(Decimal("sin(pi/6)"), "0.5");
+  EXPECT_EQ(Decimal("exp(1) - e"), "0");
+  EXPECT_EQ(Decimal("log10(1000)"), "3");
+}
+
+TEST(CalculateTest, ErrorsInsteadOfCrashes) {
+  EXPECT_NE(Value("1/0").find("division by zero"), std::string::npos);
+  EXPECT_NE(Value("5 % 0").find("modulo by zero"), std::string::npos);
+  EXPECT_NE(Value("x + 1").find("unknown name 'x'"), std::string::npos);
+  EXPECT_NE(Value("foo(2)").find("unknown function"), std::string::npos);
+  EXPECT_NE(Value("2^(10^10)").find("exponent too large"), std::string::npos);
+  EXPECT_NE(Value("9^9^9").find("exponent too large"), std::string::npos);
+  EXPECT_NE(Value("100000!").find("too large"), std::string::npos);
+  EXPECT_NE(Value("(-3)!").find("non-negative integer"), std::string::npos);
+  EXPECT_NE(Value("1 = 1").find("not allowed"), std::string::npos);
+  EXPECT_FALSE(Calculate("log(0)").ok());
+  EXPECT_FALSE(Calculate("exp(10^6)").ok());
+  EXPECT_FALSE(Calculate("1e99999999").ok());
+}
+
+}  // namespace
+}  // namespace allot::envs::tools
