@@ -20,9 +20,9 @@ std::vector<std::string> SplitAll(const RegexSplitter& s, std::string_view text)
 
 TEST(Utf8Test, FindsFirstInvalidByte) {
   EXPECT_EQ(FindInvalidUtf8("héllo 😀"), std::string_view::npos);
-  EXPECT_EQ(FindInvalidUtf8("ab\xC3"), 2u);           // truncated
-  EXPECT_EQ(FindInvalidUtf8("a\xED\xA0\x80"), 1u);    // surrogate
-  EXPECT_EQ(FindInvalidUtf8("\xC0\xAF"), 0u);         // overlong
+  EXPECT_EQ(FindInvalidUtf8("ab\xC3"), 2u);         // truncated
+  EXPECT_EQ(FindInvalidUtf8("a\xED\xA0\x80"), 1u);  // surrogate
+  EXPECT_EQ(FindInvalidUtf8("\xC0\xAF"), 0u);       // overlong
 }
 
 TEST(Utf8Test, LossyConversionReplacesMaximalSubparts) {
@@ -68,8 +68,7 @@ TEST(RegexSplitterTest, Behaviors) {
   };
   EXPECT_EQ(split(B::kIsolated, false), (std::vector<std::string>{"a", "-", "b", "-", "-", "c"}));
   EXPECT_EQ(split(B::kRemoved, false), (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(split(B::kMergedWithPrevious, false),
-            (std::vector<std::string>{"a-", "b-", "-", "c"}));
+  EXPECT_EQ(split(B::kMergedWithPrevious, false), (std::vector<std::string>{"a-", "b-", "-", "c"}));
   EXPECT_EQ(split(B::kMergedWithNext, false), (std::vector<std::string>{"a", "-b", "-", "-c"}));
   EXPECT_EQ(split(B::kContiguous, false), (std::vector<std::string>{"a", "-", "b", "--", "c"}));
   EXPECT_EQ(split(B::kRemoved, true), (std::vector<std::string>{"-", "-", "-"}));

@@ -1,0 +1,65 @@
+// Encode throughput of allot's BPE tokenizer on one core, in MB/s of UTF-8 input.
+//
+//   allot_tokenizer_bench TOKENIZER_JSON TEXT_FILE [MIN_SECONDS]
+//
+// The text is split into lines (documents) that are encoded one by one, after one untimed
+// warm-up pass, for at least MIN_SECONDS (default 3). Prints "allot_mb_per_s <x>" and the token
+// count, which bench/models/tokenizer_bench.sh compares with the JS reference.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/tokenizer/tokenizer.h"
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s TOKENIZER_JSON TEXT_FILE [MIN_SECONDS]\n", argv[0]);
+    return 2;
+  }
+  const double min_seconds = argc > 3 ? std::atof(argv[3]) : 3.0;
+  auto tokenizer = allot::models::LoadTokenizer(argv[1]);
+  if (!tokenizer.ok()) {
+    std::fprintf(stderr, "%s\n", tokenizer.status().ToString().c_str());
+    return 1;
+  }
+  std::ifstream in(argv[2], std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot open\n", argv[2]);
+    return 1;
+  }
+  std::vector<std::string> docs;
+  size_t bytes_per_pass = 0;
+  for (std::string line; std::getline(in, line);) {
+    line.push_back('\n');
+    bytes_per_pass += line.size();
+    docs.push_back(std::move(line));
+  }
+  size_t tokens_per_pass = 0;
+  for (const auto& d : docs) {
+    auto ids = (*tokenizer)->Encode(d);
+    if (!ids.ok()) {
+      std::fprintf(stderr, "%s\n", ids.status().ToString().c_str());
+      return 1;
+    }
+    tokens_per_pass += ids->size();
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  size_t passes = 0;
+  double elapsed = 0;
+  size_t sink = 0;
+  do {
+    for (const auto& d : docs) sink += (*tokenizer)->Encode(d)->size();
+    ++passes;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < min_seconds);
+  const double mb = static_cast<double>(bytes_per_pass * passes) / 1e6;
+  std::printf("allot_mb_per_s %.3f\n", mb / elapsed);
+  std::printf("allot_tokens %zu\n", tokens_per_pass);
+  std::printf("allot_passes %zu (%zu bytes each, checksum %zu)\n", passes, bytes_per_pass, sink);
+  return 0;
+}

