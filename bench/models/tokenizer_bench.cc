@@ -6,6 +6,7 @@
 // warm-up pass, for at least MIN_SECONDS (default 3). Prints "allot_mb_per_s <x>" and the token
 // count, which bench/models/tokenizer_bench.sh compares with the JS reference.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -38,7 +39,10 @@ int main(int argc, char** argv) {
     bytes_per_pass += line.size();
     docs.push_back(std::move(line));
   }
+  // Token count and a hash of every id in order, so the script can tell that both sides
+  // produced the same ids, not only the same speed.
   size_t tokens_per_pass = 0;
+  uint32_t ids_hash = 0;
   for (const auto& d : docs) {
     auto ids = (*tokenizer)->Encode(d);
     if (!ids.ok()) {
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     tokens_per_pass += ids->size();
+    for (int32_t id : *ids) ids_hash = ids_hash * 31u + static_cast<uint32_t>(id);
   }
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -60,6 +65,7 @@ int main(int argc, char** argv) {
   const double mb = static_cast<double>(bytes_per_pass * passes) / 1e6;
   std::printf("allot_mb_per_s %.3f\n", mb / elapsed);
   std::printf("allot_tokens %zu\n", tokens_per_pass);
+  std::printf("allot_ids_hash %u\n", ids_hash);
   std::printf("allot_passes %zu (%zu bytes each, checksum %zu)\n", passes, bytes_per_pass, sink);
   return 0;
 }

@@ -21,7 +21,12 @@ const lines = docs.map((d) => d + "\n");
 const bytesPerPass = lines.reduce((n, d) => n + Buffer.byteLength(d, "utf8"), 0);
 
 let tokens = 0;
-for (const d of lines) tokens += tokenizer.encode(d).length;
+let idsHash = 0;
+for (const d of lines) {
+  const ids = tokenizer.encode(d);
+  tokens += ids.length;
+  for (const id of ids) idsHash = (Math.imul(idsHash, 31) + id) >>> 0;
+}
 const start = process.hrtime.bigint();
 let passes = 0;
 let elapsed = 0;
@@ -32,3 +37,4 @@ do {
 } while (elapsed < minSeconds);
 console.log(`js_mb_per_s ${((bytesPerPass * passes) / 1e6 / elapsed).toFixed(3)}`);
 console.log(`js_tokens ${tokens}`);
+console.log(`js_ids_hash ${idsHash}`);

@@ -38,10 +38,12 @@ allot_out="$("${pin[@]}" "$bench" "$tok" "$text" "$seconds")"
 js_out="$("${pin[@]}" node "$root/bench/models/tokenizer_bench.mjs" "$text" "$seconds")"
 echo "$allot_out"
 echo "$js_out"
-allot_tokens="$(awk '/^allot_tokens/ {print $2}' <<<"$allot_out")"
-js_tokens="$(awk '/^js_tokens/ {print $2}' <<<"$js_out")"
-if [ "$allot_tokens" != "$js_tokens" ]; then
-  echo "WARNING: token counts differ (allot $allot_tokens, js $js_tokens)" >&2
+allot_ids="$(awk '/^allot_(tokens|ids_hash)/ {printf "%s ", $2}' <<<"$allot_out")"
+js_ids="$(awk '/^js_(tokens|ids_hash)/ {printf "%s ", $2}' <<<"$js_out")"
+if [ "$allot_ids" = "$js_ids" ]; then
+  echo "ids: identical on both sides (count, hash: $allot_ids)"
+else
+  echo "WARNING: ids differ (allot count, hash: $allot_ids; js: $js_ids)" >&2
 fi
 allot="$(awk '/^allot_mb_per_s/ {print $2}' <<<"$allot_out")"
 js="$(awk '/^js_mb_per_s/ {print $2}' <<<"$js_out")"
