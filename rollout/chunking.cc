@@ -37,7 +37,7 @@ std::vector<v1::TrajectoryChunk> ChunkTrajectory(v1::Trajectory trajectory, uint
   return chunks;
 }
 
-Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(const v1::TrajectoryChunk& chunk) {
+Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(v1::TrajectoryChunk& chunk) {
   Status valid = ValidateTrajectoryChunk(chunk, max_bytes_);
   if (!valid.ok()) {
     open_.erase(chunk.episode_id());
@@ -45,7 +45,7 @@ Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(const v1::Traject
   }
   if (chunk.has_whole()) {
     open_.erase(chunk.episode_id());
-    return std::optional<v1::Trajectory>(chunk.whole());
+    return std::optional<v1::Trajectory>(std::move(*chunk.mutable_whole()));
   }
   auto it = open_.find(chunk.episode_id());
   if (chunk.index() == 0) {
@@ -88,7 +88,8 @@ Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(const v1::Traject
     return InvalidArgument("chunk " + chunk.episode_id() + ": parts do not parse as a Trajectory");
   }
   if (t.episode_id() != chunk.episode_id()) {
-    return InvalidArgument("chunk " + chunk.episode_id() + ": trajectory carries another episode id");
+    return InvalidArgument("chunk " + chunk.episode_id() +
+                           ": trajectory carries another episode id");
   }
   return std::optional<v1::Trajectory>(std::move(t));
 }

@@ -26,8 +26,9 @@ class TrajectoryAssembler {
       : max_bytes_(max_trajectory_bytes), max_open_(max_open) {}
 
   // Returns the trajectory when `chunk` completes one, nullopt while parts are missing, or an
-  // error for a malformed chunk (the partial episode is dropped).
-  Result<std::optional<v1::Trajectory>> Add(const v1::TrajectoryChunk& chunk);
+  // error for a malformed chunk (the partial episode is dropped). A whole trajectory is moved
+  // out of `chunk`.
+  Result<std::optional<v1::Trajectory>> Add(v1::TrajectoryChunk& chunk);
   size_t open() const { return open_.size(); }
 
  private:

@@ -28,7 +28,8 @@ struct AuthConfig {
   bool tls() const { return !tls_cert.empty() || !tls_key.empty() || !tls_ca.empty(); }
 
   void Describe(config::Visitor& v) {
-    v.Field("token", token, {.doc = "shared secret for the authorization metadata", .secret = true});
+    v.Field("token", token,
+            {.doc = "shared secret for the authorization metadata", .secret = true});
     v.Field("tls_cert", tls_cert, {.doc = "PEM certificate chain (server or client identity)"});
     v.Field("tls_key", tls_key, {.doc = "PEM private key matching tls_cert"});
     v.Field("tls_ca", tls_ca, {.doc = "PEM CA bundle verifying the peer (mutual TLS)"});
@@ -57,22 +58,25 @@ struct WorkerConfig {
             {.doc = "gRPC address host:port (port 0 picks a free one); non-loopback needs auth"});
     v.Field("worker_id", worker_id, {.doc = "name reported to the learner (default host:pid)"});
     v.Field("capacity", capacity,
-            {.doc = "episodes held at once, from acceptance to the learner's ack", .min = 1,
+            {.doc = "episodes held at once, from acceptance to the learner's ack",
+             .min = 1,
              .max = 1 << 20});
     v.Field("threads", threads, {.doc = "episode threads", .min = 1, .max = 4096});
     v.Field("max_message_bytes", max_message_bytes,
             {.doc = "largest gRPC message received", .min = 64 << 10, .max = 64 << 20});
-    v.Field("chunk_bytes", chunk_bytes,
-            {.doc = "trajectories larger than this travel in parts", .min = 4 << 10,
-             .max = 32 << 20});
+    v.Field(
+        "chunk_bytes", chunk_bytes,
+        {.doc = "trajectories larger than this travel in parts", .min = 4 << 10, .max = 32 << 20});
     v.Field("max_trajectory_bytes", max_trajectory_bytes,
-            {.doc = "largest serialized trajectory an env may return", .min = 1 << 10,
+            {.doc = "largest serialized trajectory an env may return",
+             .min = 1 << 10,
              .max = 4.0 * (1LL << 30)});
     v.Field("max_policy_bytes", max_policy_bytes,
             {.doc = "largest policy update accepted", .min = 1 << 10, .max = 16.0 * (1LL << 30)});
     v.Field("drain_timeout_s", drain_timeout_s,
             {.doc = "on SIGTERM/Drain: time to finish in-flight episodes before returning them",
-             .min = 0.0, .max = 3600.0});
+             .min = 0.0,
+             .max = 3600.0});
     v.Field("metrics_listen", metrics_listen,
             {.doc = "HTTP address for /metrics (Prometheus text); empty disables"});
     v.Field("port_file", port_file,
@@ -108,7 +112,8 @@ struct DispatcherConfig {
             {.doc = "consecutive misses before a worker is declared dead", .min = 1, .max = 100});
     v.Field("reconnect_initial_ms", reconnect_initial_ms,
             {.doc = "first reconnect delay (doubles up to reconnect_max_ms, with jitter)",
-             .min = 1, .max = 60000});
+             .min = 1,
+             .max = 60000});
     v.Field("reconnect_max_ms", reconnect_max_ms, {.min = 1, .max = 600000});
     v.Field("max_policy_lag", max_policy_lag,
             {.doc = "staleness bound k: trajectories sampled more than k versions ago are "
@@ -120,15 +125,14 @@ struct DispatcherConfig {
     v.Field("stale_weight_decay", stale_weight_decay,
             {.doc = "downweight: weight = decay^(lag - max_policy_lag)", .min = 0.0, .max = 1.0});
     v.Field("max_attempts", max_attempts,
-            {.doc = "dispatches per episode before it is closed as failed", .min = 1,
-             .max = 1000});
-    v.Field("max_buffered", max_buffered,
-            {.doc = "episodes in flight plus finished-not-consumed before dispatch pauses",
-             .min = 1});
+            {.doc = "dispatches per episode before it is closed as failed", .min = 1, .max = 1000});
+    v.Field(
+        "max_buffered", max_buffered,
+        {.doc = "episodes in flight plus finished-not-consumed before dispatch pauses", .min = 1});
     v.Field("max_message_bytes", max_message_bytes, {.min = 64 << 10, .max = 64 << 20});
-    v.Field("chunk_bytes", chunk_bytes,
-            {.doc = "policy updates travel in chunks of this size", .min = 4 << 10,
-             .max = 32 << 20});
+    v.Field(
+        "chunk_bytes", chunk_bytes,
+        {.doc = "policy updates travel in chunks of this size", .min = 4 << 10, .max = 32 << 20});
     v.Field("max_trajectory_bytes", max_trajectory_bytes,
             {.min = 1 << 10, .max = 4.0 * (1LL << 30)});
     v.Field("deliver_groups", deliver_groups,
@@ -147,8 +151,7 @@ struct RolloutConfig {
 
   void Describe(config::Visitor& v) {
     v.Field("in_process_workers", in_process_workers,
-            {.doc = "workers run inside the learner (single-machine runs)", .min = 0,
-             .max = 1024});
+            {.doc = "workers run inside the learner (single-machine runs)", .min = 0, .max = 1024});
     v.Field("worker", worker);
     v.Field("dispatcher", dispatcher);
   }

@@ -140,7 +140,7 @@ void Dispatcher::ConnectionLoop(int index) {
       std::vector<v1::Trajectory> done;
       std::vector<std::string> invalid;
       int64_t bytes = 0;
-      for (const auto& chunk : msg.chunks()) {
+      for (auto& chunk : *msg.mutable_chunks()) {
         bytes += static_cast<int64_t>(chunk.ByteSizeLong());
         auto added = assembler.Add(chunk);
         if (!added.ok()) {
@@ -171,7 +171,8 @@ void Dispatcher::ConnectionLoop(int index) {
     ctx.TryCancel();
     stream->Finish();
     // A session that lived a while resets the backoff; a flapping worker keeps backing off.
-    if (Clock::now() - connected_at > std::chrono::seconds(5)) backoff = config_.reconnect_initial_ms;
+    if (Clock::now() - connected_at > std::chrono::seconds(5))
+      backoff = config_.reconnect_initial_ms;
     if (!SleepUnlessStopping(std::chrono::milliseconds(backoff))) return;
     backoff = std::min<int64_t>(backoff * 2, config_.reconnect_max_ms);
   }
@@ -314,7 +315,8 @@ void Dispatcher::HandleMessage(int index, std::vector<v1::Trajectory> done,
           f.trajectory.set_group_id(entry.request.group_id());
           f.trajectory.set_group_index(entry.request.group_index());
           f.trajectory.mutable_failure()->set_reason(v1::FAILURE_REASON_BAD_REQUEST);
-          f.trajectory.mutable_failure()->set_message(r.message().substr(0, kMaxFailureMessageBytes));
+          f.trajectory.mutable_failure()->set_message(
+              r.message().substr(0, kMaxFailureMessageBytes));
           f.attempts = entry.attempts;
           f.worker = conn->name;
           CloseLocked(entry, std::move(f));
@@ -374,7 +376,8 @@ void Dispatcher::AcceptLocked(int index, v1::Trajectory t) {
       ++stats_.stale_discarded;
       if (entry.attempts >= static_cast<uint32_t>(config_.max_attempts)) {
         t.mutable_failure()->set_reason(v1::FAILURE_REASON_STALE);
-        t.mutable_failure()->set_message("policy lag " + std::to_string(lag) + " > max_policy_lag " +
+        t.mutable_failure()->set_message("policy lag " + std::to_string(lag) +
+                                         " > max_policy_lag " +
                                          std::to_string(config_.max_policy_lag));
       } else {
         RequeueLocked(id, entry, /*front=*/true);
@@ -382,8 +385,8 @@ void Dispatcher::AcceptLocked(int index, v1::Trajectory t) {
       }
     } else {
       ++stats_.stale_downweighted;
-      weight = std::pow(config_.stale_weight_decay,
-                        static_cast<double>(lag - config_.max_policy_lag));
+      weight =
+          std::pow(config_.stale_weight_decay, static_cast<double>(lag - config_.max_policy_lag));
     }
   }
   FinishedEpisode f;
@@ -493,7 +496,8 @@ Status Dispatcher::PublishPolicy(PolicySnapshot policy) {
     return InvalidArgument("policy version " + std::to_string(policy.version) +
                            " is not newer than " + std::to_string(current));
   }
-  if (policy.kind == v1::POLICY_KIND_UNSPECIFIED) return InvalidArgument("policy kind: unspecified");
+  if (policy.kind == v1::POLICY_KIND_UNSPECIFIED)
+    return InvalidArgument("policy kind: unspecified");
   auto snap = std::make_shared<const PolicySnapshot>(std::move(policy));
   auto chunks = std::make_shared<const std::vector<v1::PolicyChunk>>(
       ChunkPolicy(*snap, static_cast<size_t>(config_.chunk_bytes)));
@@ -584,7 +588,8 @@ void Dispatcher::HeartbeatLoop() {
     for (auto [conn, session] : live) {
       grpc::ClientContext ctx;
       AttachToken(ctx, config_.auth.token);
-      ctx.set_deadline(std::chrono::system_clock::now() + std::max(interval, std::chrono::milliseconds(100)));
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::max(interval, std::chrono::milliseconds(100)));
       v1::HeartbeatRequest req;
       req.set_sent_unix_ms(NowUnixMs());
       v1::HeartbeatReply reply;

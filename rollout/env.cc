@@ -41,8 +41,7 @@ Result<std::unique_ptr<Env>> EnvRegistry::Create(const std::string& name,
   return env;
 }
 
-Result<std::shared_ptr<Env>> EnvCache::Get(const std::string& name,
-                                           const std::string& env_config) {
+Result<std::shared_ptr<Env>> EnvCache::Get(const std::string& name, const std::string& env_config) {
   std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_pair(name, env_config);
   auto it = envs_.find(key);

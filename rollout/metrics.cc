@@ -52,7 +52,8 @@ void WorkerMetrics::RecordEpisode(const v1::Trajectory& t, double wall_seconds) 
     second_count_[slot] = 0;
   }
   ++second_count_[slot];
-  if (t.failure().reason() != v1::FAILURE_REASON_NONE) ++failures_[FailureName(t.failure().reason())];
+  if (t.failure().reason() != v1::FAILURE_REASON_NONE)
+    ++failures_[FailureName(t.failure().reason())];
   size_t b = 0;
   while (b < kLatencyBuckets.size() && wall_seconds > kLatencyBuckets[b]) ++b;
   ++latency_hist_[b];
@@ -112,7 +113,8 @@ std::string WorkerMetrics::Render(int64_t in_flight, int64_t unacked, int64_t ca
   out += "# HELP allot_worker_episode_failures_total Failed episodes by reason.\n";
   out += "# TYPE allot_worker_episode_failures_total counter\n";
   for (const auto& [reason, n] : failures_) {
-    out += fmt::format("allot_worker_episode_failures_total{{reason=\"{}\"}} {}\n", Label(reason), n);
+    out +=
+        fmt::format("allot_worker_episode_failures_total{{reason=\"{}\"}} {}\n", Label(reason), n);
   }
   out += "# HELP allot_worker_rejected_total Episode requests rejected by reason.\n";
   out += "# TYPE allot_worker_rejected_total counter\n";

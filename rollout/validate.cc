@@ -41,7 +41,8 @@ Status ValidateEpisodeRequest(const v1::EpisodeRequest& r) {
   ALLOT_RETURN_IF_ERROR(ValidateEpisodeId(r.episode_id()));
   const std::string where = "episode " + r.episode_id() + ": ";
   if (r.env().empty()) return InvalidArgument(where + "env: empty");
-  if (r.env().size() > kMaxEnvNameBytes) return TooLong(where + "env", r.env().size(), kMaxEnvNameBytes);
+  if (r.env().size() > kMaxEnvNameBytes)
+    return TooLong(where + "env", r.env().size(), kMaxEnvNameBytes);
   if (r.env_config().size() > kMaxEnvConfigBytes) {
     return TooLong(where + "env_config", r.env_config().size(), kMaxEnvConfigBytes);
   }
@@ -56,7 +57,8 @@ Status ValidateEpisodeRequest(const v1::EpisodeRequest& r) {
     return InvalidArgument(where + "sampling.top_p: must lie in [0, 1]");
   }
   if (s.top_k() > 1000000) return InvalidArgument(where + "sampling.top_k: at most 1000000");
-  if (s.max_tokens() > (1u << 20)) return InvalidArgument(where + "sampling.max_tokens: at most 1048576");
+  if (s.max_tokens() > (1u << 20))
+    return InvalidArgument(where + "sampling.max_tokens: at most 1048576");
   if (s.stop_size() > 16) return InvalidArgument(where + "sampling.stop: at most 16 strings");
   for (const auto& stop : s.stop()) {
     if (stop.size() > 256) return TooLong(where + "sampling.stop[]", stop.size(), 256);
@@ -85,7 +87,8 @@ Status ValidateLearnerMessage(const v1::LearnerMessage& m) {
     return InvalidArgument("episodes: " + std::to_string(m.episodes_size()) +
                            " per message exceeds 4096");
   }
-  if (m.acks_size() > kMaxAcksPerMessage) return InvalidArgument("acks: more than 65536 per message");
+  if (m.acks_size() > kMaxAcksPerMessage)
+    return InvalidArgument("acks: more than 65536 per message");
   if (m.cancel_size() > kMaxEpisodesPerMessage) {
     return InvalidArgument("cancel: more than 4096 per message");
   }
@@ -111,13 +114,18 @@ Status ValidatePolicyChunk(const v1::PolicyChunk& c, int64_t max_policy_bytes,
   if (static_cast<int64_t>(c.data().size()) > chunk_limit) {
     return TooLong("policy.data", c.data().size(), static_cast<size_t>(chunk_limit));
   }
-  if (c.data().size() > c.total_bytes()) return InvalidArgument("policy.data: larger than total_bytes");
+  if (c.data().size() > c.total_bytes())
+    return InvalidArgument("policy.data: larger than total_bytes");
   if (c.sha256().size() != 32) return InvalidArgument("policy.sha256: must be 32 bytes");
-  if (c.adapter_name().size() > kMaxIdBytes) return TooLong("policy.adapter_name", c.adapter_name().size(), kMaxIdBytes);
-  if (c.adapter_uri().size() > 4096) return TooLong("policy.adapter_uri", c.adapter_uri().size(), 4096);
+  if (c.adapter_name().size() > kMaxIdBytes)
+    return TooLong("policy.adapter_name", c.adapter_name().size(), kMaxIdBytes);
+  if (c.adapter_uri().size() > 4096)
+    return TooLong("policy.adapter_uri", c.adapter_uri().size(), 4096);
   if (c.kind() == v1::POLICY_KIND_LORA_ADAPTER) {
-    if (c.adapter_uri().empty()) return InvalidArgument("policy.adapter_uri: empty for a LoRA adapter");
-    if (c.total_bytes() != 0) return InvalidArgument("policy.total_bytes: a LoRA adapter carries no bytes");
+    if (c.adapter_uri().empty())
+      return InvalidArgument("policy.adapter_uri: empty for a LoRA adapter");
+    if (c.total_bytes() != 0)
+      return InvalidArgument("policy.total_bytes: a LoRA adapter carries no bytes");
   }
   return Status::Ok();
 }
@@ -140,7 +148,8 @@ Status ValidateTrajectory(const v1::Trajectory& t) {
       return InvalidArgument(f + ".logprobs: must be empty or one per id");
     }
     for (uint32_t id : s.ids()) {
-      if (id >= (1u << 31)) return InvalidArgument(f + ".ids: id " + std::to_string(id) + " >= 2^31");
+      if (id >= (1u << 31))
+        return InvalidArgument(f + ".ids: id " + std::to_string(id) + " >= 2^31");
     }
     for (float lp : s.logprobs()) {
       if (!(lp <= 0.0f)) return InvalidArgument(f + ".logprobs: must be finite and <= 0");
@@ -152,7 +161,8 @@ Status ValidateTrajectory(const v1::Trajectory& t) {
     if (tr.num_actions() < 1 || tr.num_actions() > 65536) {
       return InvalidArgument(f + ".num_actions: must lie in [1, 65536]");
     }
-    if (tr.action() >= tr.num_actions()) return InvalidArgument(f + ".action: must be < num_actions");
+    if (tr.action() >= tr.num_actions())
+      return InvalidArgument(f + ".action: must be < num_actions");
     if (tr.state_size() == 0) return InvalidArgument(f + ".state: empty");
     if (!(tr.done() && tr.next_state_size() == 0) && tr.next_state_size() != tr.state_size()) {
       return InvalidArgument(f + ".next_state: size differs from state");
@@ -181,15 +191,18 @@ Status ValidateTrajectory(const v1::Trajectory& t) {
       a.energy_joules() < 0 || !Finite(a.latency_ms()) || a.latency_ms() < 0) {
     return InvalidArgument(where + "accounting: cost, energy and latency must be finite and >= 0");
   }
-  if (a.endpoints_size() > kMaxEndpoints) return InvalidArgument(where + "accounting.endpoints: more than 256");
+  if (a.endpoints_size() > kMaxEndpoints)
+    return InvalidArgument(where + "accounting.endpoints: more than 256");
   if (!v1::FailureReason_IsValid(t.failure().reason())) {
     return InvalidArgument(where + "failure.reason: unknown value " +
                            std::to_string(t.failure().reason()));
   }
   if (t.failure().message().size() > kMaxFailureMessageBytes) {
-    return TooLong(where + "failure.message", t.failure().message().size(), kMaxFailureMessageBytes);
+    return TooLong(where + "failure.message", t.failure().message().size(),
+                   kMaxFailureMessageBytes);
   }
-  if (t.info_size() > static_cast<int>(kMaxInfoEntries)) return InvalidArgument(where + "info: more than 64 entries");
+  if (t.info_size() > static_cast<int>(kMaxInfoEntries))
+    return InvalidArgument(where + "info: more than 64 entries");
   for (const auto& [k, v] : t.info()) {
     if (k.size() > kMaxIdBytes || v.size() > kMaxInfoBytes) {
       return InvalidArgument(where + "info['" + Truncated(k) + "']: too long");
@@ -203,14 +216,16 @@ Status ValidateTrajectoryChunk(const v1::TrajectoryChunk& c, int64_t max_traject
   switch (c.body_case()) {
     case v1::TrajectoryChunk::kWhole:
       if (c.whole().episode_id() != c.episode_id()) {
-        return InvalidArgument("chunk " + c.episode_id() + ": trajectory carries another episode id");
+        return InvalidArgument("chunk " + c.episode_id() +
+                               ": trajectory carries another episode id");
       }
       return Status::Ok();
     case v1::TrajectoryChunk::kPart:
       if (c.count() < 2 || c.count() > kMaxChunks) {
         return InvalidArgument("chunk " + c.episode_id() + ".count: must lie in [2, 65536]");
       }
-      if (c.index() >= c.count()) return InvalidArgument("chunk " + c.episode_id() + ".index: must be < count");
+      if (c.index() >= c.count())
+        return InvalidArgument("chunk " + c.episode_id() + ".index: must be < count");
       if (c.total_bytes() > static_cast<uint64_t>(max_trajectory_bytes)) {
         return InvalidArgument("chunk " + c.episode_id() + ".total_bytes: " +
                                std::to_string(c.total_bytes()) + " exceeds max_trajectory_bytes");

@@ -31,8 +31,7 @@ Status ValidateEpisodeId(const std::string& id, const char* field = "episode_id"
 Status ValidateEpisodeRequest(const v1::EpisodeRequest& r);
 Status ValidateLearnerMessage(const v1::LearnerMessage& m);
 // chunk_limit: the largest data slice accepted in one chunk.
-Status ValidatePolicyChunk(const v1::PolicyChunk& c, int64_t max_policy_bytes,
-                           int64_t chunk_limit);
+Status ValidatePolicyChunk(const v1::PolicyChunk& c, int64_t max_policy_bytes, int64_t chunk_limit);
 // Structural checks of a trajectory coming back from a worker (or an env).
 Status ValidateTrajectory(const v1::Trajectory& t);
 Status ValidateTrajectoryChunk(const v1::TrajectoryChunk& c, int64_t max_trajectory_bytes);

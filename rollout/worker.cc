@@ -85,7 +85,8 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& co
   }
 
   if (!config.metrics_listen.empty()) {
-    ALLOT_ASSIGN_OR_RETURN(auto hp, SplitHostPort(config.metrics_listen, "rollout.worker.metrics_listen"));
+    ALLOT_ASSIGN_OR_RETURN(auto hp,
+                           SplitHostPort(config.metrics_listen, "rollout.worker.metrics_listen"));
     w->http_ = std::make_unique<httplib::Server>();
     WorkerService* service = w->service_.get();
     w->http_->Get("/metrics", [service](const httplib::Request&, httplib::Response& res) {
@@ -99,7 +100,8 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& co
     }
     if (mport <= 0) {
       w->server_->Shutdown();
-      return Unavailable("rollout.worker.metrics_listen: cannot bind '" + config.metrics_listen + "'");
+      return Unavailable("rollout.worker.metrics_listen: cannot bind '" + config.metrics_listen +
+                         "'");
     }
     w->metrics_port_ = mport;
     httplib::Server* http = w->http_.get();
@@ -166,7 +168,8 @@ Status RunRolloutWorker(const WorkerConfig& config, const EnvRegistry& registry)
                worker->service().worker_id().c_str(), worker->address().c_str(),
                worker->metrics_port());
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::fprintf(stderr, "allot rollout-worker: signal %d, draining\n", static_cast<int>(g_stop_signal));
+  std::fprintf(stderr, "allot rollout-worker: signal %d, draining\n",
+               static_cast<int>(g_stop_signal));
   worker->Drain(std::chrono::milliseconds(static_cast<int64_t>(config.drain_timeout_s * 1000)));
   worker->Shutdown();
   sigaction(SIGTERM, &old_term, nullptr);

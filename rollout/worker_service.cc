@@ -248,8 +248,8 @@ void WorkerService::RunEpisodes() {
     const Clock::time_point started = Clock::now();
     v1::Trajectory t = RunOne(id, ep, started);
     metrics_.RecordEpisode(t, std::chrono::duration<double>(Clock::now() - started).count());
-    std::vector<v1::TrajectoryChunk> chunks =
-        ChunkTrajectory(std::move(t), ep.request.attempt(), static_cast<size_t>(config_.chunk_bytes));
+    std::vector<v1::TrajectoryChunk> chunks = ChunkTrajectory(
+        std::move(t), ep.request.attempt(), static_cast<size_t>(config_.chunk_bytes));
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = episodes_.find(id);
@@ -271,9 +271,9 @@ void WorkerService::RunEpisodes() {
 v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
                                      Clock::time_point started) {
   const v1::EpisodeRequest& req = ep.request;
-  const Clock::time_point deadline =
-      req.timeout_ms() > 0 ? ep.accepted + std::chrono::milliseconds(req.timeout_ms())
-                           : Clock::time_point::max();
+  const Clock::time_point deadline = req.timeout_ms() > 0
+                                         ? ep.accepted + std::chrono::milliseconds(req.timeout_ms())
+                                         : Clock::time_point::max();
   if (ep.cancelled->load()) return FailedTrajectory(req, v1::FAILURE_REASON_CANCELLED, "cancelled");
   if (started >= deadline) {
     return FailedTrajectory(req, v1::FAILURE_REASON_TIMEOUT, "deadline passed before start");
@@ -320,9 +320,9 @@ v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
   }
   const size_t size = t.ByteSizeLong();
   if (size > static_cast<size_t>(config_.max_trajectory_bytes)) {
-    return FailedTrajectory(req, v1::FAILURE_REASON_ENV_ERROR,
-                            "trajectory of " + std::to_string(size) +
-                                " bytes exceeds max_trajectory_bytes");
+    return FailedTrajectory(
+        req, v1::FAILURE_REASON_ENV_ERROR,
+        "trajectory of " + std::to_string(size) + " bytes exceeds max_trajectory_bytes");
   }
   return t;
 }

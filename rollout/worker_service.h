@@ -41,9 +41,9 @@ class WorkerService final : public v1::RolloutWorker::Service {
                          v1::HeartbeatReply* reply) override;
   grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req,
                      v1::DrainReply* reply) override;
-  grpc::Status Rollout(grpc::ServerContext* ctx,
-                       grpc::ServerReaderWriter<v1::WorkerMessage, v1::LearnerMessage>* stream)
-      override;
+  grpc::Status Rollout(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::WorkerMessage, v1::LearnerMessage>* stream) override;
 
   // Stops accepting episodes; after `timeout` the unfinished ones are returned to the learner.
   void BeginDrain(std::chrono::milliseconds timeout);

@@ -90,11 +90,13 @@ struct Worker {
 };
 
 Worker Spawn(int index) {
-  const std::string port_file = "/tmp/allot_rollout_bench_" + std::to_string(getpid()) + "_" +
-                                std::to_string(index);
+  const std::string port_file =
+      "/tmp/allot_rollout_bench_" + std::to_string(getpid()) + "_" + std::to_string(index);
   unlink(port_file.c_str());
-  const std::string yaml = "{listen: \"127.0.0.1:0\", metrics_listen: \"\", capacity: 4096, "
-                           "threads: 2, drain_timeout_s: 0, port_file: \"" + port_file + "\"}";
+  const std::string yaml =
+      "{listen: \"127.0.0.1:0\", metrics_listen: \"\", capacity: 4096, "
+      "threads: 2, drain_timeout_s: 0, port_file: \"" +
+      port_file + "\"}";
   Worker w;
   w.pid = fork();
   if (w.pid == 0) {
@@ -199,7 +201,8 @@ int RunBench(int argc, char** argv) {
     Worker& victim = workers[static_cast<size_t>(t % n_workers)];
     const auto t0 = Clock::now();
     kill(victim.pid, SIGKILL);
-    while ((*d)->stats().redispatched == before) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    while ((*d)->stats().redispatched == before)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     waitpid(victim.pid, nullptr, 0);
     std::printf("re-dispatch trial %d: kill -9 -> episodes re-dispatched in %.1f ms\n", t, ms);

@@ -79,8 +79,8 @@ class EchoEnv : public Env {
 }  // namespace
 
 uint32_t EchoToken(const std::string& episode_id, int i) {
-  return static_cast<uint32_t>((std::hash<std::string>{}(episode_id) + static_cast<size_t>(i) * 31) %
-                               151000);
+  return static_cast<uint32_t>(
+      (std::hash<std::string>{}(episode_id) + static_cast<size_t>(i) * 31) % 151000);
 }
 
 void RegisterEchoEnv(EnvRegistry& registry) {

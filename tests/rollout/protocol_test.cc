@@ -104,8 +104,10 @@ TEST(ChunkingTest, RejectsOutOfOrderAndOversizedParts) {
   EXPECT_FALSE(a.Add(chunks[2]).ok());
   EXPECT_FALSE(a.Add(chunks[1]).ok());  // the partial episode was dropped
   TrajectoryAssembler small(1000, 4);
-  EXPECT_NE(small.Add(chunks[0]).status().message().find("max_trajectory_bytes"), std::string::npos);
+  EXPECT_NE(small.Add(chunks[0]).status().message().find("max_trajectory_bytes"),
+            std::string::npos);
   v1::TrajectoryChunk lying = chunks[0];
+  lying.set_index(0);
   lying.set_count(1);
   EXPECT_FALSE(a.Add(lying).ok());
 }
