@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +63,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::Start(const std::string& extra_yam
   yaml += "}";
   const pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test process
     execl(ALLOT_ROLLOUT_TEST_WORKER, ALLOT_ROLLOUT_TEST_WORKER, yaml.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
@@ -182,7 +184,8 @@ void TcpProxy::Pump(int a, int b) {
         }
         ssize_t off = 0;
         while (off < n) {
-          const ssize_t w = write(p[1 - i].fd, buf + off, static_cast<size_t>(n - off));
+          const ssize_t w =
+              send(p[1 - i].fd, buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
           if (w <= 0) {
             closed = true;
             break;
