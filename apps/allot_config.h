@@ -9,21 +9,39 @@
 #include "core/config/schema.h"
 #include "core/run_config.h"
 #include "core/status.h"
+#include "envs/synthetic/chain_mdp.h"
+#include "trainer/dqn_config.h"
 #include "trainer/trainer_config.h"
 
 namespace allot::apps {
+
+// The environment episodes run in. `chain` is the synthetic logic-block MDP; the paper
+// environments (rlot, coger, r2, deeptool, atlas) join as they land.
+struct EnvSection {
+  std::string name = "chain";
+  envs::ChainMdpConfig chain;
+
+  void Describe(config::Visitor& v) {
+    v.Field("name", name, {.doc = "episode environment", .choices = {"chain"}});
+    v.Field("chain", chain);
+  }
+};
 
 struct AllotConfig {
   RunConfig run;
   LoggingConfig logging;
   CheckpointConfig checkpoint;
   trainer::TrainerConfig trainer;
+  trainer::DqnConfig dqn;
+  EnvSection env;
 
   void Describe(config::Visitor& v) {
     v.Field("run", run);
     v.Field("logging", logging);
     v.Field("checkpoint", checkpoint);
     v.Field("trainer", trainer);
+    v.Field("dqn", dqn);
+    v.Field("env", env);
   }
 };
 

@@ -2,8 +2,11 @@
 
 namespace allot::apps {
 
+int RunDqnEngine(RunContext& ctx);
+
 TrainEngine FindTrainEngine(const std::string& algorithm) {
-  // dqn, grpo and sft register here as their trainers land.
+  // grpo and sft register here as their trainers land.
+  if (algorithm == "dqn") return &RunDqnEngine;
   return nullptr;
 }
 

@@ -77,9 +77,12 @@ void ProgressBar::Update(int64_t step, std::optional<double> reward) {
     std::fflush(out_);
   }
   last_print_ = now;
+  last_printed_step_ = step;
 }
 
 void ProgressBar::Finish() {
+  // Plain mode already printed the final step as a line of its own.
+  if (!tty_ && last_printed_step_ == last_step_) return;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::fprintf(out_, tty_ ? "\r\033[2K%s\n" : "%s\n", Render(last_step_, elapsed).c_str());

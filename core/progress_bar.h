@@ -34,6 +34,7 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_print_;
   int64_t last_step_ = 0;
+  int64_t last_printed_step_ = -1;
 };
 
 std::string FormatDuration(double seconds);  // "1:02:03" or "02:03"

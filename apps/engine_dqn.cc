@@ -1,0 +1,75 @@
+// The dqn engine: trains the RLoT navigator in one process (learner and env together).
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/engines.h"
+#include "core/atomic_file.h"
+#include "core/metrics_writer.h"
+#include "core/progress_bar.h"
+#include "trainer/dqn_learner.h"
+#include "trainer/dqn_trainer.h"
+
+namespace allot::apps {
+
+int RunDqnEngine(RunContext& ctx) {
+  const AllotConfig& cfg = ctx.loaded.config;
+  // The navigator is tiny: more threads only add synchronisation.
+  at::set_num_threads(1);
+
+  trainer::DqnRunOptions options;
+  options.dqn = cfg.dqn;
+  options.env = cfg.env.chain;
+  options.total_episodes = cfg.trainer.total_steps;
+  options.checkpoint_every = cfg.checkpoint.every;
+  options.keep_last = cfg.checkpoint.keep_last;
+  options.log_every = cfg.logging.log_every;
+  options.seed = static_cast<uint64_t>(cfg.run.seed);
+  options.checkpoint_dir = ctx.run.checkpoints_dir();
+  if (options.dqn.state_dim != envs::ChainMdp::kStateDim ||
+      options.dqn.num_actions != envs::ChainMdp::kNumActions) {
+    std::cerr << "allot: dqn.state_dim/num_actions must be 7/5 for env 'chain'\n";
+    return kExitError;
+  }
+
+  trainer::DqnTrainer trainer(options);
+  if (ctx.resume) {
+    auto at = trainer.Resume();
+    if (!at.ok()) {
+      std::cerr << "allot resume: " << at.status().message() << "\n";
+      return kExitError;
+    }
+  }
+  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
+                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
+  if (!metrics.ok()) {
+    std::cerr << "allot: " << metrics.status().message() << "\n";
+    return kExitError;
+  }
+  std::unique_ptr<ProgressBar> bar;
+  if (cfg.logging.progress_bar) {
+    bar = std::make_unique<ProgressBar>(options.total_episodes, "dqn episodes", stderr);
+  }
+  auto summary = trainer.Run(metrics->get(), bar.get());
+  if (!summary.ok()) {
+    std::cerr << "allot: " << summary.status().message() << "\n";
+    return kExitError;
+  }
+  // The trained navigator, in the format rollout workers and `allot export` use.
+  auto weights = trainer.learner().OnlineWeights();
+  const std::string out = ctx.run.path() + "/navigator.safetensors";
+  if (!weights.ok() || !WriteFileAtomic(out, *weights).ok()) {
+    std::cerr << "allot: could not write " << out << "\n";
+    return kExitError;
+  }
+  envs::ChainMdp probe(options.env);
+  spdlog::info("done: {} episodes, mean return (last 100) {:.3f}, greedy return {:.3f} of {:.3f}",
+               summary->episodes, summary->mean_return_last_100, summary->greedy_return,
+               probe.OptimalReturn());
+  spdlog::info("navigator weights: {}; metrics: {}", out, ctx.run.metrics_path());
+  return kExitOk;
+}
+
+}  // namespace allot::apps
