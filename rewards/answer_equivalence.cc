@@ -428,6 +428,13 @@ class Checker {
     if (Compact(np.text) == Compact(ng.text) && np.percent == ng.percent) {
       return {true, "normalized"};
     }
+    // "x \in [1, 3)" is the interval.
+    for (NormalizedAnswer* n : {&np, &ng}) {
+      size_t in = n->text.find("\\in ");
+      if (in != std::string::npos && IsVariableName(n->text.substr(0, in))) {
+        n->text = std::string(Trim(std::string_view(n->text).substr(in + 4)));
+      }
+    }
     if (depth < 3) {
       Structure sp = Classify(np.text), sg = Classify(ng.text);
       if (sp.kind != Structure::kScalar || sg.kind != Structure::kScalar) {

@@ -184,7 +184,7 @@ class Parser {
           ++pos_;
         else
           ConsumeCommand(cmd);
-        v = v / ParseSignedFactor();
+        v = Divide(v, ParseSignedFactor());
       } else if (StartsFactor()) {
         v = v * ParsePower();
       } else {
@@ -229,6 +229,12 @@ class Parser {
   }
 
   ex SafePow(const ex& base, const ex& exponent) {
+    // GiNaC throws from inside its evaluation of 0^-k and leaks the half-built node, so poles
+    // are refused before they reach it.
+    if (base.is_zero() &&
+        !(GiNaC::is_a<numeric>(exponent) && GiNaC::ex_to<numeric>(exponent).real().is_positive())) {
+      Fail(Where("0 to a power that is not positive"));  // 0^0, 0^-k, 0^x
+    }
     if (GiNaC::is_a<numeric>(exponent)) {
       const numeric k = GiNaC::ex_to<numeric>(exponent);
       if (GiNaC::is_a<numeric>(base)) {
@@ -256,6 +262,17 @@ class Parser {
       }
     }
     return r;
+  }
+
+  // Division and log that refuse poles themselves: GiNaC throws from inside its evaluation
+  // there and leaks the half-built node.
+  ex Divide(const ex& a, const ex& b) {
+    if (b.is_zero()) Fail(Where("division by zero"));
+    return a / b;
+  }
+  ex Log(const ex& a) {
+    if (a.is_zero()) Fail(Where("log of zero"));
+    return GiNaC::log(a);
   }
 
   ex ParsePostfix() {
@@ -328,9 +345,11 @@ class Parser {
       power = ParseArgument();
     }
     ex base_of_log = 0;
+    bool has_base = false;
     if (name == "log" && Peek() == '_') {
       ++pos_;
       base_of_log = ParseArgument();
+      has_base = true;
     }
     ex arg;
     char c = Peek();
@@ -344,26 +363,27 @@ class Parser {
       arg = ParsePower();
     }
     ex v;
-    if (name == "sin")
+    if (name == "sin") {
       v = GiNaC::sin(arg);
-    else if (name == "cos")
+    } else if (name == "cos") {
       v = GiNaC::cos(arg);
-    else if (name == "tan")
-      v = GiNaC::tan(arg);
-    else if (name == "cot")
-      v = 1 / GiNaC::tan(arg);
-    else if (name == "sec")
-      v = 1 / GiNaC::cos(arg);
-    else if (name == "csc")
-      v = 1 / GiNaC::sin(arg);
-    else if (name == "exp")
+    } else if (name == "tan") {
+      v = Divide(GiNaC::sin(arg), GiNaC::cos(arg));
+    } else if (name == "cot") {
+      v = Divide(GiNaC::cos(arg), GiNaC::sin(arg));
+    } else if (name == "sec") {
+      v = Divide(1, GiNaC::cos(arg));
+    } else if (name == "csc") {
+      v = Divide(1, GiNaC::sin(arg));
+    } else if (name == "exp") {
       v = GiNaC::exp(arg);
-    else if (name == "sqrt")
+    } else if (name == "sqrt") {
       v = SafePow(arg, numeric(1, 2));
-    else if (name == "ln" || (name == "log" && base_of_log.is_zero()))
-      v = GiNaC::log(arg);
-    else
-      v = GiNaC::log(arg) / GiNaC::log(base_of_log);
+    } else if (has_base) {
+      v = Divide(Log(arg), Log(base_of_log));
+    } else {
+      v = Log(arg);  // ln, and log without a base
+    }
     return power.is_equal(1) ? v : SafePow(v, power);
   }
 
@@ -416,7 +436,7 @@ class Parser {
       if (cmd == "frac") {
         ex num = ParseArgument();
         ex den = ParseArgument();
-        return num / den;
+        return Divide(num, den);
       }
       if (cmd == "sqrt") {
         if (Peek() == '[') {
@@ -424,7 +444,7 @@ class Parser {
           ex n = ParseExpr();
           Expect(']');
           ex arg = ParseArgument();
-          return SafePow(arg, 1 / n);
+          return SafePow(arg, Divide(1, n));
         }
         return SafePow(ParseArgument(), numeric(1, 2));
       }
@@ -495,20 +515,68 @@ double ExpansionSize(const ex& e) {
   return s;
 }
 
-// Numeric value of a constant expression, or nullopt when it does not evaluate to a number.
-std::optional<numeric> Evaluate(const ex& e) {
-  try {
-    ex v = e.evalf();
-    if (!GiNaC::is_a<numeric>(v)) return std::nullopt;
-    return GiNaC::ex_to<numeric>(v);
-  } catch (const std::exception&) {
+// The value of `e` in double precision with symbols taken from `point`, or nullopt when it is
+// not a finite real number. Evaluated by hand rather than by GiNaC's evalf()/subs(): those
+// compute in arbitrary precision, and exp(10^15) or x^(10^15) at a point would try to allocate
+// an integer of that size. Doubles saturate to inf instead, which is refused here.
+std::optional<double> ToDouble(const ex& e, const std::map<ex, double, GiNaC::ex_is_less>& point,
+                               int depth = 0) {
+  if (depth > 256) return std::nullopt;
+  double v = 0;
+  if (GiNaC::is_a<numeric>(e)) {
+    const numeric& n = GiNaC::ex_to<numeric>(e);
+    if (!n.is_real()) return std::nullopt;
+    v = n.to_double();
+  } else if (GiNaC::is_a<GiNaC::symbol>(e)) {
+    auto it = point.find(e);
+    if (it == point.end()) return std::nullopt;
+    v = it->second;
+  } else if (GiNaC::is_a<GiNaC::constant>(e)) {
+    if (!e.is_equal(GiNaC::Pi)) return std::nullopt;
+    v = M_PI;
+  } else if (GiNaC::is_a<GiNaC::add>(e) || GiNaC::is_a<GiNaC::mul>(e)) {
+    const bool add = GiNaC::is_a<GiNaC::add>(e);
+    v = add ? 0.0 : 1.0;
+    for (size_t i = 0; i < e.nops(); ++i) {
+      std::optional<double> x = ToDouble(e.op(i), point, depth + 1);
+      if (!x) return std::nullopt;
+      v = add ? v + *x : v * *x;
+    }
+  } else if (GiNaC::is_a<GiNaC::power>(e)) {
+    std::optional<double> b = ToDouble(e.op(0), point, depth + 1);
+    std::optional<double> k = ToDouble(e.op(1), point, depth + 1);
+    if (!b || !k) return std::nullopt;
+    v = std::pow(*b, *k);
+  } else if (GiNaC::is_a<GiNaC::function>(e) && e.nops() == 1) {
+    std::optional<double> x = ToDouble(e.op(0), point, depth + 1);
+    if (!x) return std::nullopt;
+    const std::string name = GiNaC::ex_to<GiNaC::function>(e).get_name();
+    if (name == "sin")
+      v = std::sin(*x);
+    else if (name == "cos")
+      v = std::cos(*x);
+    else if (name == "tan")
+      v = std::tan(*x);
+    else if (name == "exp")
+      v = std::exp(*x);
+    else if (name == "log")
+      v = std::log(*x);
+    else if (name == "abs")
+      v = std::abs(*x);
+    else if (name == "factorial")
+      v = std::tgamma(*x + 1);
+    else
+      return std::nullopt;
+  } else {
     return std::nullopt;
   }
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
-bool Close(const numeric& a, const numeric& b, double rel_tol) {
-  double diff = GiNaC::abs(a - b).to_double();
-  double scale = std::max(GiNaC::abs(a).to_double(), GiNaC::abs(b).to_double());
+bool Close(double a, double b, double rel_tol) {
+  double diff = std::abs(a - b);
+  double scale = std::max(std::abs(a), std::abs(b));
   return diff <= rel_tol * scale || diff <= 1e-12;
 }
 
@@ -521,18 +589,12 @@ bool EqualAtPoints(const ex& a, const ex& b, const std::vector<GiNaC::symbol>& s
                                            {-1.2020569032, 0.9159655942, 1.4142135624, -3.1}};
   int agreed = 0;
   for (const auto& point : kPoints) {
-    GiNaC::exmap m;
+    std::map<ex, double, GiNaC::ex_is_less> m;
     for (size_t i = 0; i < syms.size(); ++i) {
-      m[syms[i]] = numeric(point[i % 4] + 0.1 * static_cast<double>(i / 4));
+      m[syms[i]] = point[i % 4] + 0.1 * static_cast<double>(i / 4);
     }
-    std::optional<numeric> va, vb;
-    try {
-      va = Evaluate(a.subs(m));
-      vb = Evaluate(b.subs(m));
-    } catch (const std::exception&) {
-      continue;  // a pole at this point
-    }
-    if (!va || !vb) continue;
+    std::optional<double> va = ToDouble(a, m), vb = ToDouble(b, m);
+    if (!va || !vb) continue;  // a pole, a complex value, or an overflow at this point
     if (!Close(*va, *vb, rel_tol)) return false;
     ++agreed;
   }
@@ -567,7 +629,8 @@ Result<bool> MathEqual(std::string_view a, std::string_view b, const MathCompare
           GiNaC::ex_to<numeric>(pb.value).is_rational() && !pa.inexact && !pb.inexact) {
         return false;  // two exact rationals that differ
       }
-      std::optional<numeric> va = Evaluate(pa.value), vb = Evaluate(pb.value);
+      const std::map<ex, double, GiNaC::ex_is_less> none;
+      std::optional<double> va = ToDouble(pa.value, none), vb = ToDouble(pb.value, none);
       if (!va || !vb) return false;
       return Close(*va, *vb, options.rel_tol);
     }

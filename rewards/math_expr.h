@@ -15,10 +15,12 @@
 // radians (90^\circ is 90, never \pi/2).
 //
 // Every parse is bounded: input length, nesting depth, digits per number, the size of an
-// integer power of a number (in bits) and of a symbolic base. GiNaC's own exceptions
-// (division by zero, ...) are caught and become errors. Expansion is only attempted when the
-// estimated number of expanded terms is small; otherwise equality is decided by evaluating both
-// sides at fixed points.
+// integer power of a number (in bits) and of a symbolic base. Poles (division by zero, log 0,
+// 0^0) are refused before GiNaC sees them, and GiNaC's own exceptions are caught. Expansion is
+// only attempted when the estimated number of expanded terms is small; otherwise, and for
+// identities GiNaC does not simplify (sin^2 + cos^2), equality is decided by evaluating both
+// sides in double precision at fixed points (never with GiNaC's arbitrary-precision evalf,
+// which exp(10^15) would exhaust). Irrational constants therefore compare to about 1e-15.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +32,12 @@
 namespace allot::rewards {
 
 struct MathLimits {
-  size_t max_length = 1024;              // characters of one side, after normalisation
-  int max_depth = 48;                    // nesting of groups, fractions and powers
-  int max_digits = 128;                  // digits of one number literal
-  int64_t max_numeric_bits = 1 << 15;    // |n^k| must fit in this many bits (~9,900 digits)
-  int64_t max_symbolic_exponent = 256;   // |k| in (expr)^k when expr has symbols
-  double max_expansion_terms = 20000.0;  // estimated terms before expand()/normal() is skipped
+  size_t max_length = 1024;             // characters of one side, after normalisation
+  int max_depth = 48;                   // nesting of groups, fractions and powers
+  int max_digits = 128;                 // digits of one number literal
+  int64_t max_numeric_bits = 1 << 15;   // |n^k| must fit in this many bits (~9,900 digits)
+  int64_t max_symbolic_exponent = 256;  // |k| in (expr)^k when expr has symbols
+  double max_expansion_terms = 4000.0;  // estimated terms before expand()/normal() is skipped
 };
 
 // Relative tolerance for comparing values that are not both exact rationals (decimals,
