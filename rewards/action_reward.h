@@ -24,7 +24,7 @@ struct ActionRewardConfig {
   std::string think_tag = "think";
   std::string tool_tag = "code";
   std::string answer_tag = "answer";
-  int64_t max_action_chars = 16384;  // longer actions are cut before the O(n*m) similarity
+  int64_t max_action_chars = 4096;  // longer actions are cut before the O(n*m) similarity
 
   void Describe(config::Visitor& v) {
     v.Field("think_tag", think_tag, {.doc = "tag of the thought block"});
