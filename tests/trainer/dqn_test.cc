@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/checkpoint_store.h"
+#include "core/safetensors.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "models/dueling_qnet.h"
 #include "models/navigator_mlp.h"
@@ -244,7 +245,9 @@ TEST(ReplayBufferTest, PrioritisedSamplingFavoursLargeTdError) {
   EXPECT_GT(ones, 950);
   // Importance weights correct the bias: the rarely drawn transition weighs most.
   for (size_t k = 0; k < b.indices.size(); ++k) {
-    if (b.indices[k] == 0) EXPECT_FLOAT_EQ(b.weights[k], 1.0f);
+    if (b.indices[k] == 0) {
+      EXPECT_FLOAT_EQ(b.weights[k], 1.0f);
+    }
   }
 }
 
@@ -253,7 +256,7 @@ TEST(ChainMdpTest, OnlyTheSequenceEarnsTheFinalReward) {
   env.Reset();
   double ret = 0;
   for (int a : {1, 0, 3, 4}) ret += env.Act(a).reward;
-  EXPECT_DOUBLE_EQ(ret, env.OptimalReturn());
+  EXPECT_NEAR(ret, env.OptimalReturn(), 1e-6);
   env.Reset();
   ret = 0;
   for (int a : {1, 3, 0, 4}) ret += env.Act(a).reward;
@@ -268,9 +271,9 @@ TEST(ChainMdpTest, OnlyTheSequenceEarnsTheFinalReward) {
 
 DqnRunOptions FastOptions(const std::string& ckpt_dir) {
   DqnRunOptions o;
-  o.dqn.epsilon_decay = 0.995;
+  o.dqn.epsilon_decay = 0.998;
   o.dqn.epsilon_min = 0.02;
-  o.total_episodes = 300;
+  o.total_episodes = 500;
   o.checkpoint_every = 10;
   o.keep_last = 0;
   o.seed = 42;
@@ -278,15 +281,21 @@ DqnRunOptions FastOptions(const std::string& ckpt_dir) {
   return o;
 }
 
-TEST(DqnLearningTest, ReachesTheOptimalGreedyPolicyOnTheChain) {
+// Within 500 episodes the greedy navigator follows the one rewarded block sequence, for several
+// seeds (a single lucky seed would prove little).
+TEST(DqnLearningIntegrationTest, ReachesTheOptimalGreedyPolicyOnTheChain) {
   at::set_num_threads(1);
-  DqnTrainer trainer(FastOptions(""));
-  auto summary = trainer.Run(nullptr, nullptr);
-  ASSERT_TRUE(summary.ok());
-  std::vector<int> actions;
-  const double greedy = trainer.GreedyReturn(&actions);
-  EXPECT_NEAR(greedy, envs::ChainMdp(envs::ChainMdpConfig{}).OptimalReturn(), 1e-5);
-  EXPECT_EQ(actions, (std::vector<int>{1, 0, 3, 4}));
+  for (uint64_t seed : {1, 2, 3}) {
+    DqnRunOptions o = FastOptions("");
+    o.seed = seed;
+    DqnTrainer trainer(o);
+    auto summary = trainer.Run(nullptr, nullptr);
+    ASSERT_TRUE(summary.ok());
+    std::vector<int> actions;
+    const double greedy = trainer.GreedyReturn(&actions);
+    EXPECT_NEAR(greedy, envs::ChainMdp(envs::ChainMdpConfig{}).OptimalReturn(), 1e-5) << seed;
+    EXPECT_EQ(actions, (std::vector<int>{1, 0, 3, 4})) << seed;
+  }
 }
 
 // N episodes, SIGKILL, resume, N more must equal 2N uninterrupted episodes bit for bit.
