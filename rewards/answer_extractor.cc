@@ -195,6 +195,18 @@ bool NumberStartsAt(std::string_view s, size_t i) {
   return NumberLength(s, i) > 0;
 }
 
+// A direct answer with no marker (CogER's L1 "answer immediately"): the whole response, when it
+// is one short line.
+ExtractedAnswer WholeShortResponse(std::string_view text) {
+  std::string_view t = StripDecorations(text);
+  if (t.empty() || t.size() > 64 || t.find('\n') != std::string_view::npos) return NotFound();
+  // A box that failed to parse is a malformed answer, not a direct one.
+  if (t.find("\\boxed") != std::string_view::npos || t.find("\\fbox") != std::string_view::npos) {
+    return NotFound();
+  }
+  return Found(t, "whole");
+}
+
 }  // namespace
 
 Result<AnswerFormat> ParseAnswerFormat(std::string_view name) {
@@ -365,7 +377,9 @@ ExtractedAnswer ExtractAnswer(std::string_view response, AnswerFormat format,
       if (a.found) return a;
       a = ExtractGsm8k(response);
       if (a.found) return a;
-      return ExtractAnswerIs(response);
+      a = ExtractAnswerIs(response);
+      if (a.found) return a;
+      return WholeShortResponse(response);
     }
     case AnswerFormat::kNumber: {
       ExtractedAnswer a = ExtractGsm8k(response);
@@ -381,6 +395,10 @@ ExtractedAnswer ExtractAnswer(std::string_view response, AnswerFormat format,
         ExtractedAnswer n = FirstNumber(a.text);
         if (n.found) return Found(n.text, "answer_is");
       }
+      // A response that is nothing but a number ("42", "$1,000.").
+      std::string_view whole = StripDecorations(response);
+      ExtractedAnswer n = FirstNumber(whole);
+      if (n.found && NumberLength(whole, 0) == whole.size()) return Found(n.text, "whole");
       if (options.last_number_fallback) return LastNumber(response);
       return NotFound();
     }

@@ -7,10 +7,12 @@
 //
 // What each format accepts, in priority order (the first that matches wins):
 //   kBoxed   the last well-formed \boxed{...} (nested braces) or \fbox{...}, or `\boxed x`;
-//            then GSM8K's `#### n`; then the last "the answer is ..." / "answer: ...".
+//            then GSM8K's `#### n`; then the last "the answer is ..." / "answer: ..."; then a
+//            response that is a single line of at most 64 characters, whole (a direct answer).
 //   kNumber  GSM8K's `#### n`; then \boxed; then "the answer is ..."; each reduced to the first
-//            number in it. The last bare number in the text only with
-//            ExtractOptions::last_number_fallback (off by default: it is a guess).
+//            number in it; then a response that is nothing but a number. The last bare number
+//            in the text only with ExtractOptions::last_number_fallback (off by default: it is
+//            a guess).
 //   kChoice  a letter A..max_choice in "answer is (B)", "answer: B", "\boxed{B}", a response
 //            that is just the letter ("B", "(B).", "B)"), then the last "(B)" or "B)".
 //   kYesNo   "answer is yes", \boxed{no}, a response that starts with yes/no, then the only one

@@ -67,7 +67,14 @@ Result<double> FormatReward::Compute(const RewardInput& input) const {
 }
 
 Result<double> AccuracyReward::Compute(const RewardInput& input) const {
-  return Grade(input.answer_text(), input.reference, input.format, options_).correct ? 1.0 : 0.0;
+  std::string_view answer = input.answer_text();
+  // An L1 router output answers itself, before its tag (App. B.1).
+  std::optional<std::string> l1;
+  if (input.final_response.empty()) {
+    Result<LevelTag> tag = ParseLevelTag(input.response);
+    if (tag.ok() && tag->level == 1) answer = l1.emplace(tag->answer);
+  }
+  return Grade(answer, input.reference, input.format, options_).correct ? 1.0 : 0.0;
 }
 
 Result<std::optional<int>> DatasetMinLevelOracle::MinLevel(const RewardInput& input) const {
@@ -120,7 +127,7 @@ Result<double> HierarchyReward::Compute(const RewardInput& input) const {
   if (!tag.ok()) return 0.0;
   if (oracle_ == nullptr) return Internal("hierarchy reward: no L_min oracle configured");
   ALLOT_ASSIGN_OR_RETURN(std::optional<int> min_level, oracle_->MinLevel(input));
-  if (!min_level) return 0.0;
+  if (!min_level) return config_.unsolvable_value;
   if (*min_level < 1 || *min_level > format_.num_levels) {
     return InvalidArgument("hierarchy reward: L_min " + std::to_string(*min_level) +
                            " outside 1.." + std::to_string(format_.num_levels));

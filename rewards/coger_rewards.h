@@ -54,7 +54,9 @@ class FormatReward : public RewardTerm {
   FormatRewardConfig config_;
 };
 
-// Eq. 5: +1 when the final answer is correct, else 0 (the grader of grader.h).
+// Eq. 5: +1 when the final answer is correct, else 0 (the grader of grader.h). The answer is
+// read from RewardInput::final_response, or, when that is empty and the router chose L1, from
+// the router's own answer before its tag.
 class AccuracyReward : public RewardTerm {
  public:
   explicit AccuracyReward(GradeOptions options = {}) : options_(std::move(options)) {}
@@ -106,6 +108,7 @@ struct HierarchyRewardConfig {
   double base_slope = 0.5;     // Eq. 7: b(L_min) = 0.5 (L_min - 1)
   double penalty_slope = 0.2;  // Eq. 8: delta = 0.2 (L - L_min)_+
   std::string oracle = "outcomes";
+  double unsolvable_value = 0.0;  // when no level solves the query (notes.md: 0)
 
   void Describe(config::Visitor& v) {
     v.Field("base_slope", base_slope, {.doc = "CogER Eq. 7 slope of the base credit"});
@@ -114,11 +117,13 @@ struct HierarchyRewardConfig {
             {.doc = "where L_min comes from: per-level outcomes of the episode, the dataset "
                     "field, or a solver run at each level (injected by the environment)",
              .choices = {"outcomes", "dataset", "solver"}});
+    v.Field("unsolvable_value", unsolvable_value,
+            {.doc = "hierarchy reward when no level solves the query"});
   }
 };
 
-// Eq. 6-8: R = b(L_min) - delta(L_min, L). 0 when the tag does not parse or no level solves the
-// query (notes.md).
+// Eq. 6-8: R = b(L_min) - delta(L_min, L). 0 when the tag does not parse; unsolvable_value
+// (default 0, notes.md) when no level solves the query.
 class HierarchyReward : public RewardTerm {
  public:
   HierarchyReward(HierarchyRewardConfig config, FormatRewardConfig format,

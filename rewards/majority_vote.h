@@ -11,10 +11,10 @@
 namespace allot::rewards {
 
 struct VoteResult {
-  bool found = false;   // false when no candidate had an answer
-  std::string answer;   // the first-seen member of the winning group
-  int votes = 0;        // size of the winning group
-  int num_groups = 0;   // distinct answers
+  bool found = false;  // false when no candidate had an answer
+  std::string answer;  // the first-seen member of the winning group
+  int votes = 0;       // size of the winning group
+  int num_groups = 0;  // distinct answers
 };
 
 // Empty strings are abstentions. Ties go to the group seen first, so the result is

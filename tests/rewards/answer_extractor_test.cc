@@ -49,7 +49,7 @@ TEST(AnswerExtractorTest, AnswerIsPhrase) {
   EXPECT_EQ(Boxed("Thus the answer is 42."), "42");
   EXPECT_EQ(Boxed("The final answer is $3.5$. Done"), "3.5");
   EXPECT_EQ(Boxed("**Answer:** 17"), "17");
-  EXPECT_EQ(Boxed("answers vary"), "<none>");
+  EXPECT_FALSE(ExtractAnswerIs("answers vary").found);
   EXPECT_EQ(Boxed("The answer is 1. Wait, the answer is 2."), "2");
 }
 
@@ -66,6 +66,16 @@ TEST(AnswerExtractorTest, NumberFormatPrefersMarkersAndNeverGuesses) {
   EXPECT_EQ(Number("I computed 3 and 4 and got 7"), "<none>");
   EXPECT_EQ(Number("I computed 3 and 4 and got 7", /*fallback=*/true), "7");
   EXPECT_EQ(Number("no digits at all", true), "<none>");
+}
+
+TEST(AnswerExtractorTest, DirectAnswersWithoutMarkers) {
+  EXPECT_EQ(Boxed("  $\\frac{1}{2}$. "), "\\frac{1}{2}");
+  EXPECT_EQ(Boxed("Paris"), "Paris");
+  EXPECT_EQ(Boxed("line one\nline two"), "<none>");
+  EXPECT_EQ(Boxed(std::string(100, 'x')), "<none>");
+  EXPECT_EQ(Number("1,000."), "1000");
+  EXPECT_EQ(Number("-3.5"), "-3.5");
+  EXPECT_EQ(Number("3 or 4"), "<none>");
 }
 
 TEST(AnswerExtractorTest, ChoiceForms) {

@@ -49,6 +49,22 @@ TEST(CogerRewardsTest, AccuracyRewardEq5) {
   EXPECT_EQ(*acc.Compute(in), 0.0);
   in.final_response = "I don't know";
   EXPECT_EQ(*acc.Compute(in), 0.0);
+  // L1: the router answers itself before the tag.
+  in.final_response.clear();
+  in.response = "1/2 <question_level>L1</question_level>";
+  EXPECT_EQ(*acc.Compute(in), 1.0);
+  in.response = "3 <question_level>L1</question_level>";
+  EXPECT_EQ(*acc.Compute(in), 0.0);
+}
+
+TEST(CogerRewardsTest, UnsolvableValueIsConfigurable) {
+  HierarchyRewardConfig c;
+  c.unsolvable_value = -0.5;
+  HierarchyReward h(c, {}, std::make_shared<OutcomeMinLevelOracle>());
+  RewardInput in;
+  in.response = "<question_level>L2</question_level>";
+  in.level_correct = {false, false, false, false};
+  EXPECT_EQ(*h.Compute(in), -0.5);
 }
 
 // CogER Sec. 4.3's worked example: a query solvable at every level gets 0, -0.2, -0.4, -0.6
