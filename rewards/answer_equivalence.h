@@ -2,7 +2,7 @@
 //
 // The check runs in stages and stops at the first that decides:
 //   1. the raw strings are equal;
-//   2. the normalised strings are equal (NormalizeAnswer below);
+//   2. the normalised strings are equal (NormalizeAnswer, answer_normalizer.h);
 //   3. structures: tuples "(1,2)" and intervals "[1,2)" compare element by element with the
 //      same brackets, sets "\{1,2\}", unions "A \cup B" and bare lists "1, 2" compare as
 //      multisets;
@@ -19,21 +19,10 @@
 #include <string>
 #include <string_view>
 
+#include "rewards/answer_normalizer.h"
 #include "rewards/math_expr.h"
 
 namespace allot::rewards {
-
-struct NormalizedAnswer {
-  std::string text;      // normalised LaTeX/plain text, single-spaced
-  bool percent = false;  // a "%" or "\%" was removed
-};
-
-// Normalisation: drops $ and \$ (currency), \( \) \[ \], \left \right, \displaystyle, spacing
-// commands; unwraps \text{} \textbf{} \mathrm{} \mbox{} \operatorname{}; \dfrac \tfrac \cfrac ->
-// \frac; "\frac12" -> "\frac{1}{2}", "\sqrt2" -> "\sqrt{2}"; degree signs (^\circ, °,
-// \degree); "%"; thousands separators ("1,000", "1{,}000", "1\,000"); trailing units and words
-// after a number ("5 cm", "12 dollars"); a trailing period; "(B)" -> "B"; unicode − × · π √.
-NormalizedAnswer NormalizeAnswer(std::string_view answer);
 
 struct EquivalenceOptions {
   MathCompareOptions math;

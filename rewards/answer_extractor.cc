@@ -3,20 +3,18 @@
 #include <cctype>
 #include <vector>
 
+#include "rewards/text_util.h"
+
 namespace allot::rewards {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
-bool IsAlpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+using text::IsAlpha;
+using text::IsDigit;
+using text::IsSpace;
+using text::Trim;
+
 bool IsAlnum(char c) { return IsAlpha(c) || IsDigit(c); }
 char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Strips surrounding markdown emphasis, math delimiters and a trailing period or colon.
 std::string_view StripDecorations(std::string_view s) {
