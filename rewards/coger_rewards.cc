@@ -71,10 +71,11 @@ Result<double> AccuracyReward::Compute(const RewardInput& input) const {
   // An L1 router output answers itself, before its tag (App. B.1).
   std::optional<std::string> l1;
   if (input.final_response.empty()) {
-    Result<LevelTag> tag = ParseLevelTag(input.response);
+    Result<LevelTag> tag = ParseLevelTag(input.response, tags_);
     if (tag.ok() && tag->level == 1) answer = l1.emplace(tag->answer);
   }
-  return Grade(answer, input.reference, input.format, options_).correct ? 1.0 : 0.0;
+  const AnswerFormat format = input.format.value_or(default_format_);
+  return Grade(answer, input.reference, format, options_).correct ? 1.0 : 0.0;
 }
 
 Result<std::optional<int>> DatasetMinLevelOracle::MinLevel(const RewardInput& input) const {

@@ -59,12 +59,17 @@ class FormatReward : public RewardTerm {
 // the router's own answer before its tag.
 class AccuracyReward : public RewardTerm {
  public:
-  explicit AccuracyReward(GradeOptions options = {}) : options_(std::move(options)) {}
+  explicit AccuracyReward(GradeOptions options = {},
+                          AnswerFormat default_format = AnswerFormat::kBoxed,
+                          FormatRewardConfig tags = {})
+      : options_(std::move(options)), default_format_(default_format), tags_(std::move(tags)) {}
   std::string name() const override { return "accuracy"; }
   Result<double> Compute(const RewardInput& input) const override;
 
  private:
   GradeOptions options_;
+  AnswerFormat default_format_;
+  FormatRewardConfig tags_;
 };
 
 // L_min, the smallest level that solves the query. The paper leaves it unspecified (notes.md);

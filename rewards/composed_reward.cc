@@ -21,6 +21,8 @@ Result<GradeOptions> AnswerCheckConfig::ToGradeOptions() const {
 Result<std::unique_ptr<ComposedReward>> ComposedReward::Create(const RewardConfig& config,
                                                                RewardDeps deps) {
   ALLOT_ASSIGN_OR_RETURN(GradeOptions grade, config.answer.ToGradeOptions());
+  Result<AnswerFormat> default_format = ParseAnswerFormat(config.answer.format);
+  if (!default_format.ok()) return default_format.status().Annotate("rewards.answer.format");
   auto composed = std::unique_ptr<ComposedReward>(new ComposedReward());
   std::set<std::string> seen;
   for (size_t i = 0; i < config.terms.size(); ++i) {
@@ -33,7 +35,7 @@ Result<std::unique_ptr<ComposedReward>> ComposedReward::Create(const RewardConfi
     if (t.name == "format") {
       term = std::make_unique<FormatReward>(config.format);
     } else if (t.name == "accuracy") {
-      term = std::make_unique<AccuracyReward>(grade);
+      term = std::make_unique<AccuracyReward>(grade, *default_format, config.format);
     } else if (t.name == "hierarchy") {
       std::shared_ptr<const MinLevelOracle> oracle;
       if (config.hierarchy.oracle == "dataset") {

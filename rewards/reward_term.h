@@ -30,7 +30,7 @@ struct RewardInput {
   std::string response;        // the policy's own output (CogER: the router's output with its tag)
   std::string final_response;  // the text the answer is read from; `response` when empty
   std::string reference;       // gold answer or reference solution
-  AnswerFormat format = AnswerFormat::kBoxed;
+  std::optional<AnswerFormat> format;  // the dataset's; the accuracy term's default when unset
 
   // CogER hierarchy: per-level outcomes (index 0 is L1) for the outcome oracle, or L_min given
   // by the dataset.

@@ -56,6 +56,28 @@ cost: {usd_scale: 0.01, tokens_scale: 1000}
   EXPECT_NEAR(b->total, 1.0 - 1.0 - 0.2, 1e-12);
 }
 
+TEST(ComposedRewardTest, AnswerFormatFromConfigUnlessTheEpisodeNamesOne) {
+  RewardConfig cfg;
+  cfg.terms = {{"accuracy", 1.0}};
+  cfg.answer.format = "choice";
+  cfg.answer.max_choice = "D";
+  auto r = ComposedReward::Create(cfg);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  RewardInput in;
+  in.response = "Options (A) and (B) fail; the answer is (C).";
+  in.reference = "C";
+  EXPECT_EQ((*r)->Compute(in)->values.at("accuracy"), 1.0);
+  in.response = "The answer is (E).";  // outside A-D
+  in.reference = "E";
+  EXPECT_EQ((*r)->Compute(in)->values.at("accuracy"), 0.0);
+  in.format = AnswerFormat::kYesNo;
+  in.response = "Yes.";
+  in.reference = "yes";
+  EXPECT_EQ((*r)->Compute(in)->values.at("accuracy"), 1.0);
+  cfg.answer.max_choice = "1";
+  EXPECT_FALSE(ComposedReward::Create(cfg).ok());
+}
+
 TEST(ComposedRewardTest, ConfigErrorsNameTheField) {
   auto root = config::ParseYaml("terms:\n  - {name: acuracy}\n", "r.yaml");
   ASSERT_TRUE(root.ok());
