@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <sstream>
 
 namespace allot::rewards {
 namespace {
@@ -20,13 +19,6 @@ size_t CountOf(std::string_view s, std::string_view needle) {
 }
 
 }  // namespace
-
-std::string RewardBreakdown::ToString() const {
-  std::ostringstream os;
-  os << "total=" << total;
-  for (const auto& [name, value] : values) os << " " << name << "=" << value;
-  return os.str();
-}
 
 Result<LevelTag> ParseLevelTag(std::string_view output, const FormatRewardConfig& config) {
   const size_t opens = CountOf(output, config.open_tag);

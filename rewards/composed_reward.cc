@@ -1,8 +1,16 @@
 #include "rewards/composed_reward.h"
 
 #include <set>
+#include <sstream>
 
 namespace allot::rewards {
+
+std::string RewardBreakdown::ToString() const {
+  std::ostringstream os;
+  os << "total=" << total;
+  for (const auto& [name, value] : values) os << " " << name << "=" << value;
+  return os.str();
+}
 
 Result<GradeOptions> AnswerCheckConfig::ToGradeOptions() const {
   GradeOptions o;
