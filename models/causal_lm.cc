@@ -1,0 +1,497 @@
+#include "models/causal_lm.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/safetensors.h"
+
+namespace allot::models {
+namespace {
+
+using torch::indexing::Slice;
+
+at::Tensor RotateHalf(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+// log p(target) for rows of hidden states, with the [rows, vocab] logits formed one chunk at a
+// time in forward and recomputed chunk by chunk in backward. Only the log-sum-exp per row is
+// kept between the two, so memory is O(chunk * vocab) rather than O(rows * vocab).
+struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
+  static at::Tensor ChunkLogits(const at::Tensor& h, const at::Tensor& w, double temperature) {
+    at::Tensor logits = torch::matmul(h, w.t()).to(torch::kFloat);
+    return temperature == 1.0 ? logits : logits / temperature;
+  }
+
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
+                            const at::Tensor& weight, const at::Tensor& targets, int64_t chunk,
+                            double temperature) {
+    const int64_t n = hidden.size(0);
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(hidden.device());
+    at::Tensor out = torch::empty({n}, f32);
+    at::Tensor lse = torch::empty({n}, f32);
+    for (int64_t s = 0; s < n; s += chunk) {
+      const int64_t len = std::min(chunk, n - s);
+      at::Tensor logits = ChunkLogits(hidden.narrow(0, s, len), weight, temperature);
+      at::Tensor l = torch::logsumexp(logits, -1);
+      lse.narrow(0, s, len).copy_(l);
+      out.narrow(0, s, len).copy_(
+          logits.gather(1, targets.narrow(0, s, len).unsqueeze(1)).squeeze(1) - l);
+    }
+    ctx->save_for_backward({hidden, weight, targets, lse});
+    ctx->saved_data["chunk"] = chunk;
+    ctx->saved_data["temperature"] = temperature;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& hidden = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& targets = saved[2];
+    const at::Tensor& lse = saved[3];
+    const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    const double temperature = ctx->saved_data["temperature"].toDouble();
+    const at::Tensor g = grads[0].to(torch::kFloat);
+    const bool need_h = ctx->needs_input_grad(0);
+    const bool need_w = ctx->needs_input_grad(1);
+    at::Tensor grad_h = need_h ? torch::empty_like(hidden) : at::Tensor();
+    at::Tensor grad_w =
+        need_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : at::Tensor();
+    const int64_t n = hidden.size(0);
+    for (int64_t s = 0; s < n; s += chunk) {
+      const int64_t len = std::min(chunk, n - s);
+      at::Tensor h = hidden.narrow(0, s, len);
+      at::Tensor gc = g.narrow(0, s, len).unsqueeze(1);
+      // d logp(t) / d logits = onehot(t) - softmax(logits).
+      at::Tensor d =
+          -torch::exp(ChunkLogits(h, weight, temperature) - lse.narrow(0, s, len).unsqueeze(1)) *
+          gc;
+      d.scatter_add_(1, targets.narrow(0, s, len).unsqueeze(1), gc);
+      if (temperature != 1.0) d = d / temperature;
+      at::Tensor dw = d.to(weight.scalar_type());
+      if (need_h) grad_h.narrow(0, s, len).copy_(torch::matmul(dw, weight));
+      if (need_w) grad_w.add_(torch::matmul(dw.t(), h).to(torch::kFloat));
+    }
+    if (need_w) grad_w = grad_w.to(weight.scalar_type());
+    return {grad_h, grad_w, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// KVCache
+
+KVCache::KVCache(int64_t num_layers) : k_(num_layers), v_(num_layers), length_(num_layers, 0) {}
+
+int64_t KVCache::batch_size() const { return k_.empty() || !k_[0].defined() ? 0 : k_[0].size(0); }
+
+std::pair<at::Tensor, at::Tensor> KVCache::Append(int64_t layer, const at::Tensor& k,
+                                                  const at::Tensor& v) {
+  at::Tensor& kb = k_[layer];
+  at::Tensor& vb = v_[layer];
+  int64_t& len = length_[layer];
+  const int64_t t = k.size(2);
+  const int64_t capacity = kb.defined() ? kb.size(2) : 0;
+  if (len + t > capacity) {
+    const int64_t grown = std::max({len + t, 2 * capacity, int64_t{16}});
+    std::vector<int64_t> shape = k.sizes().vec();
+    shape[2] = grown;
+    at::Tensor nk = torch::empty(shape, k.options());
+    at::Tensor nv = torch::empty(shape, v.options());
+    if (len > 0) {
+      nk.narrow(2, 0, len).copy_(kb.narrow(2, 0, len));
+      nv.narrow(2, 0, len).copy_(vb.narrow(2, 0, len));
+    }
+    kb = nk;
+    vb = nv;
+  }
+  kb.narrow(2, len, t).copy_(k);
+  vb.narrow(2, len, t).copy_(v);
+  len += t;
+  return {kb.narrow(2, 0, len), vb.narrow(2, 0, len)};
+}
+
+void KVCache::Select(const at::Tensor& batch_indices) {
+  for (size_t l = 0; l < k_.size(); ++l) {
+    if (!k_[l].defined()) continue;
+    at::Tensor idx = batch_indices.to(k_[l].device());
+    k_[l] = k_[l].index_select(0, idx);
+    v_[l] = v_[l].index_select(0, idx);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}, options));
+}
+
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  // transformers' Qwen2RMSNorm: normalise in float32, cast back, then scale.
+  at::Tensor h = x.to(torch::kFloat);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  return weight * h.to(x.scalar_type());
+}
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const TransformerConfig& c, const at::TensorOptions& o)
+      : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
+    const bool bias = c.attention_bias;
+    q_proj = register_module("q_proj", LoraLinear(c.hidden_size, heads_ * head_dim_, bias, o));
+    k_proj = register_module("k_proj", LoraLinear(c.hidden_size, kv_heads_ * head_dim_, bias, o));
+    v_proj = register_module("v_proj", LoraLinear(c.hidden_size, kv_heads_ * head_dim_, bias, o));
+    // Llama's o_proj follows attention_bias; Qwen2's never has a bias.
+    const bool o_bias = c.family == ModelFamily::kLlama && c.attention_bias;
+    o_proj = register_module("o_proj", LoraLinear(heads_ * head_dim_, c.hidden_size, o_bias, o));
+  }
+
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                     const at::Tensor& allowed, KVCache* cache, int64_t layer) {
+    const int64_t b = x.size(0);
+    const int64_t t = x.size(1);
+    at::Tensor q = q_proj(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
+    at::Tensor k = k_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+    at::Tensor v = v_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+    q = q * cos + RotateHalf(q) * sin;
+    k = k * cos + RotateHalf(k) * sin;
+    if (cache != nullptr) std::tie(k, v) = cache->Append(layer, k, v);
+    if (heads_ != kv_heads_) {  // grouped-query attention: each kv head serves heads/kv queries
+      k = k.repeat_interleave(heads_ / kv_heads_, 1);
+      v = v.repeat_interleave(heads_ / kv_heads_, 1);
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+    at::Tensor scores = (torch::matmul(q, k.transpose(2, 3)) * scale).to(torch::kFloat);
+    if (allowed.defined()) {
+      scores = scores.masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
+    }
+    at::Tensor probs = torch::softmax(scores, -1).to(q.scalar_type());
+    at::Tensor out = torch::matmul(probs, v).transpose(1, 2).reshape({b, t, heads_ * head_dim_});
+    return o_proj(out);
+  }
+
+  LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  MlpImpl(const TransformerConfig& c, const at::TensorOptions& o) {
+    gate_proj =
+        register_module("gate_proj", LoraLinear(c.hidden_size, c.intermediate_size, false, o));
+    up_proj = register_module("up_proj", LoraLinear(c.hidden_size, c.intermediate_size, false, o));
+    down_proj =
+        register_module("down_proj", LoraLinear(c.intermediate_size, c.hidden_size, false, o));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    return down_proj(torch::silu(gate_proj(x)) * up_proj(x));  // SwiGLU
+  }
+  LoraLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(const TransformerConfig& c, const at::TensorOptions& o) {
+    input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, o));
+    self_attn = register_module("self_attn", Attention(c, o));
+    post_attention_layernorm =
+        register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, o));
+    mlp = register_module("mlp", Mlp(c, o));
+  }
+  at::Tensor forward(at::Tensor h, const at::Tensor& cos, const at::Tensor& sin,
+                     const at::Tensor& allowed, KVCache* cache, int64_t layer) {
+    h = h + self_attn(input_layernorm(h), cos, sin, allowed, cache, layer);
+    return h + mlp(post_attention_layernorm(h));
+  }
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  Attention self_attn{nullptr};
+  Mlp mlp{nullptr};
+};
+
+// ---------------------------------------------------------------------------------------------
+// CausalLM
+
+CausalLMImpl::CausalLMImpl(const TransformerConfig& config, const at::TensorOptions& options)
+    : config_(config), dtype_(options.dtype().toScalarType()) {
+  // Built in float32 on the CPU, then moved: initialisers need not support every dtype.
+  const auto o = torch::TensorOptions().dtype(torch::kFloat);
+  model_ = register_module("model", std::make_shared<torch::nn::Module>());
+  embed_tokens_ = model_->register_module(
+      "embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
+  auto list = model_->register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    auto layer = std::make_shared<DecoderLayerImpl>(config, o);
+    list->push_back(layer);
+    layers_.push_back(layer);
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    auto& attn = layer->self_attn;
+    auto& mlp = layer->mlp;
+    sites_.push_back({prefix + "self_attn.q_proj", "q_proj", attn->q_proj});
+    sites_.push_back({prefix + "self_attn.k_proj", "k_proj", attn->k_proj});
+    sites_.push_back({prefix + "self_attn.v_proj", "v_proj", attn->v_proj});
+    sites_.push_back({prefix + "self_attn.o_proj", "o_proj", attn->o_proj});
+    sites_.push_back({prefix + "mlp.gate_proj", "gate_proj", mlp->gate_proj});
+    sites_.push_back({prefix + "mlp.up_proj", "up_proj", mlp->up_proj});
+    sites_.push_back({prefix + "mlp.down_proj", "down_proj", mlp->down_proj});
+  }
+  norm_ = model_->register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps, o));
+  if (!config.tie_word_embeddings) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(config.hidden_size));
+    auto lm_head = register_module("lm_head", std::make_shared<torch::nn::Module>());
+    lm_head_weight_ = lm_head->register_parameter(
+        "weight", torch::empty({config.vocab_size, config.hidden_size}, o).uniform_(-bound, bound));
+  }
+  // transformers: inv_freq = 1 / theta^(2i / d), kept in float32.
+  inv_freq_ =
+      1.0 / torch::pow(config.rope_theta,
+                       torch::arange(0, config.head_dim, 2, torch::kLong).to(torch::kFloat) /
+                           static_cast<double>(config.head_dim));
+  to(options.device(), dtype_);
+  inv_freq_ = inv_freq_.to(options.device());
+}
+
+at::Device CausalLMImpl::device() const { return embed_tokens_->weight.device(); }
+
+at::Tensor CausalLMImpl::output_weight() const {
+  return lm_head_weight_.defined() ? lm_head_weight_ : embed_tokens_->weight;
+}
+
+at::Tensor PositionIdsFromMask(const at::Tensor& attention_mask, int64_t t) {
+  at::Tensor pos = attention_mask.to(torch::kLong).cumsum(-1) - 1;
+  pos = pos.clamp_min(0);
+  return pos.narrow(1, pos.size(1) - t, t);
+}
+
+at::Tensor CausalLMImpl::Hidden(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                const at::Tensor& position_ids, KVCache* cache) {
+  TORCH_CHECK(input_ids.dim() == 2, "input_ids must be [B, T]");
+  const at::Device dev = device();
+  const int64_t b = input_ids.size(0);
+  const int64_t t = input_ids.size(1);
+  const int64_t past = cache != nullptr ? cache->length() : 0;
+  const int64_t s = past + t;
+  at::Tensor mask;
+  if (attention_mask.defined()) {
+    TORCH_CHECK(attention_mask.size(0) == b && attention_mask.size(1) == s,
+                "attention_mask must be [B, past + T] = [", b, ", ", s, "], got ",
+                attention_mask.sizes());
+    mask = attention_mask.to(dev).to(torch::kBool);
+  }
+  at::Tensor pos;
+  if (position_ids.defined()) {
+    pos = position_ids.to(dev);
+  } else if (mask.defined()) {
+    pos = PositionIdsFromMask(mask, t);
+  } else {
+    pos = torch::arange(past, s, torch::TensorOptions().dtype(torch::kLong).device(dev))
+              .unsqueeze(0)
+              .expand({b, t});
+  }
+  // allowed[b, 0, i, j]: query i (absolute position past + i) may attend to key j.
+  at::Tensor allowed;
+  if (mask.defined() || t > 1) {
+    auto lo = torch::TensorOptions().dtype(torch::kLong).device(dev);
+    at::Tensor causal =
+        (torch::arange(t, lo).unsqueeze(1) + past) >= torch::arange(s, lo).unsqueeze(0);
+    allowed = causal.view({1, 1, t, s});
+    if (mask.defined()) allowed = allowed.logical_and(mask.view({b, 1, 1, s}));
+  }
+  at::Tensor freqs = pos.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B, T, D/2]
+  at::Tensor emb = torch::cat({freqs, freqs}, -1);
+  at::Tensor cos = emb.cos().to(dtype_).unsqueeze(1);  // [B, 1, T, D]
+  at::Tensor sin = emb.sin().to(dtype_).unsqueeze(1);
+
+  at::Tensor h = embed_tokens_(input_ids.to(dev));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    h = layers_[l]->forward(h, cos, sin, allowed, cache, static_cast<int64_t>(l));
+  }
+  return norm_(h);
+}
+
+at::Tensor CausalLMImpl::Logits(const at::Tensor& hidden) {
+  return torch::matmul(hidden, output_weight().t()).to(torch::kFloat);
+}
+
+at::Tensor CausalLMImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask) {
+  return Logits(Hidden(input_ids, attention_mask));
+}
+
+at::Tensor CausalLMImpl::SelectedLogProbs(const at::Tensor& hidden, const at::Tensor& targets,
+                                          int64_t chunk_tokens, double temperature) {
+  TORCH_CHECK(chunk_tokens > 0, "chunk_tokens must be positive");
+  TORCH_CHECK(temperature > 0, "temperature must be positive");
+  return ChunkedLogProbFn::apply(hidden, output_weight(), targets.to(torch::kLong), chunk_tokens,
+                                 temperature);
+}
+
+at::Tensor CausalLMImpl::TokenLogProbs(const at::Tensor& input_ids,
+                                       const at::Tensor& attention_mask, int64_t chunk_tokens,
+                                       double temperature) {
+  const int64_t b = input_ids.size(0);
+  const int64_t t = input_ids.size(1);
+  if (t < 2) return torch::zeros({b, 0}, torch::TensorOptions().device(device()));
+  at::Tensor hidden = Hidden(input_ids, attention_mask);
+  at::Tensor h = hidden.narrow(1, 0, t - 1).reshape({-1, config_.hidden_size});
+  at::Tensor targets = input_ids.narrow(1, 1, t - 1).reshape({-1}).to(device());
+  return SelectedLogProbs(h, targets, chunk_tokens, temperature).view({b, t - 1});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and saving
+
+Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const std::string& dir,
+                                                         const LoadOptions& options) {
+  ALLOT_ASSIGN_OR_RETURN(TransformerConfig config, LoadTransformerConfig(dir));
+  const std::string dtype_name = options.dtype == "auto" ? config.torch_dtype : options.dtype;
+  ALLOT_ASSIGN_OR_RETURN(at::ScalarType dtype, ParseDtypeName(dtype_name));
+  at::Device device(torch::kCPU);
+  try {
+    device = at::Device(options.device);
+  } catch (const c10::Error&) {
+    return InvalidArgument("model.device: '" + options.device + "' is not a torch device");
+  }
+  if (device.is_cuda() && !torch::cuda::is_available()) {
+    return Unavailable("model.device is '" + options.device + "' but CUDA is not available");
+  }
+  if (dtype == at::kHalf && device.is_cpu()) {
+    spdlog::warn("{}: float16 has no CPU matmul in this LibTorch; computing in float32", dir);
+    dtype = at::kFloat;
+  }
+  namespace fs = std::filesystem;
+  const std::string index = dir + "/model.safetensors.index.json";
+  const std::string source = fs::exists(index) ? index : dir + "/model.safetensors";
+  auto checkpoint = safetensors::ShardedCheckpoint::Open(dir, "model");
+  if (!checkpoint.ok()) return checkpoint.status();
+
+  auto model =
+      std::make_shared<CausalLMImpl>(config, torch::TensorOptions().dtype(dtype).device(device));
+  for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+    ALLOT_RETURN_IF_ERROR(LoadInto(*checkpoint, source, item.key(), item.value()));
+  }
+  return model;
+}
+
+Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const ModelConfig& config) {
+  if (config.path.empty()) return InvalidArgument("model.path: not set");
+  LoadOptions options;
+  options.dtype = config.dtype;
+  options.device = config.device;
+  return Load(config.path, options);
+}
+
+NamedTensors CausalLMImpl::StateTensors(bool merged) const {
+  std::map<std::string, const LinearSite*> by_weight;
+  for (const auto& site : sites_) by_weight[site.path + ".weight"] = &site;
+  NamedTensors out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    if (name.find(".lora_") != std::string::npos) continue;
+    auto it = by_weight.find(name);
+    if (merged && it != by_weight.end()) {
+      out.emplace_back(name, it->second->linear->MergedWeight());
+    } else {
+      out.emplace_back(name, item.value().detach());
+    }
+  }
+  return out;
+}
+
+Status CausalLMImpl::SaveMerged(const std::string& dir, const std::string& dtype) const {
+  TransformerConfig config = config_;
+  at::ScalarType type = dtype_;
+  if (dtype != "auto") {
+    ALLOT_ASSIGN_OR_RETURN(type, ParseDtypeName(dtype));
+  }
+  config.torch_dtype = DtypeName(type);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgument(dir + ": cannot create directory (" + ec.message() + ")");
+  NamedTensors tensors = StateTensors(/*merged=*/true);
+  for (auto& [name, t] : tensors) t = t.to(torch::kCPU).to(type);
+  ALLOT_RETURN_IF_ERROR(WriteTensors(dir + "/model.safetensors", tensors, {{"format", "pt"}}));
+  return WriteFileAtomic(dir + "/config.json", config.ToJson());
+}
+
+// ---------------------------------------------------------------------------------------------
+// LoRA
+
+Result<std::vector<std::string>> ResolveTargetModules(const std::vector<std::string>& names) {
+  static const std::vector<std::string> kAll = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                "gate_proj", "up_proj", "down_proj"};
+  std::set<std::string> out;
+  for (const std::string& name : names) {
+    if (name == "all-linear") {
+      out.insert(kAll.begin(), kAll.end());
+      continue;
+    }
+    const std::string full = name.size() > 5 && name.ends_with("_proj") ? name : name + "_proj";
+    if (std::find(kAll.begin(), kAll.end(), full) == kAll.end()) {
+      return InvalidArgument("lora.target_modules: unknown module '" + name +
+                             "' (expected q, k, v, o, gate, up, down, their *_proj names, or "
+                             "all-linear)");
+    }
+    out.insert(full);
+  }
+  if (out.empty()) return InvalidArgument("lora.target_modules: empty");
+  std::vector<std::string> ordered;
+  for (const auto& k : kAll) {
+    if (out.count(k)) ordered.push_back(k);
+  }
+  return ordered;
+}
+
+Status CausalLMImpl::AttachLora(const LoraSpec& spec, const std::vector<std::string>& target_kinds,
+                                uint64_t seed) {
+  if (spec.r <= 0) return InvalidArgument("lora.r must be positive");
+  ALLOT_ASSIGN_OR_RETURN(std::vector<std::string> kinds, ResolveTargetModules(target_kinds));
+  DetachLora();
+  for (auto& p : parameters()) p.set_requires_grad(false);
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  for (auto& site : sites_) {
+    if (std::find(kinds.begin(), kinds.end(), site.kind) == kinds.end()) continue;
+    site.linear->AttachLora(spec, &gen);
+  }
+  return Status::Ok();
+}
+
+void CausalLMImpl::DetachLora() {
+  for (auto& site : sites_) site.linear->DetachLora();
+}
+
+bool CausalLMImpl::has_lora() const {
+  return std::any_of(sites_.begin(), sites_.end(),
+                     [](const LinearSite& s) { return s.linear->has_lora(); });
+}
+
+void CausalLMImpl::SetLoraEnabled(bool enabled) {
+  for (auto& site : sites_) site.linear->set_lora_enabled(enabled);
+}
+
+std::vector<at::Tensor> CausalLMImpl::LoraParameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& site : sites_) {
+    if (!site.linear->has_lora()) continue;
+    out.push_back(site.linear->lora_A);
+    out.push_back(site.linear->lora_B);
+  }
+  return out;
+}
+
+}  // namespace allot::models

@@ -1,0 +1,160 @@
+// CausalLM: the Qwen2 / Llama decoder in LibTorch, loaded from a Hugging Face directory.
+//
+//   h = embed_tokens(ids)
+//   per layer:  h += o_proj(Attention(RoPE(q_proj(RMSNorm(h))), RoPE(k_proj(.)), v_proj(.)))
+//               h += down_proj(silu(gate_proj(RMSNorm(h))) * up_proj(RMSNorm(h)))
+//   logits = lm_head(RMSNorm(h))       (lm_head = embed_tokens when tie_word_embeddings)
+//
+// The module tree mirrors transformers' Qwen2ForCausalLM, so named_parameters() are the
+// checkpoint's tensor names ("model.layers.0.self_attn.q_proj.weight"). RMSNorm and softmax run
+// in float32 as in transformers; matmuls run in the weight dtype.
+//
+// Batches are left-padded: `attention_mask` [B, past + T] has 1 for real tokens and 0 for pad,
+// and position ids count real tokens only. Not thread-safe: one caller at a time.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "models/hf_config.h"
+#include "models/lora.h"
+#include "models/model_config.h"
+#include "models/weights_io.h"
+
+namespace allot::models {
+
+// Keys and values of every layer for a batch, [B, kv_heads, length, head_dim] each, in buffers
+// that grow by doubling so that decoding one token does not copy the whole cache.
+class KVCache {
+ public:
+  explicit KVCache(int64_t num_layers);
+
+  // Tokens stored so far (the same for every layer between forward calls).
+  int64_t length() const { return length_.empty() ? 0 : length_[0]; }
+  int64_t batch_size() const;
+
+  // Appends this step's keys/values of `layer` and returns views of everything stored.
+  std::pair<at::Tensor, at::Tensor> Append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
+
+  // Keeps only the rows `batch_indices` (int64 [B']) of the batch, e.g. unfinished sequences.
+  void Select(const at::Tensor& batch_indices);
+
+ private:
+  std::vector<at::Tensor> k_;
+  std::vector<at::Tensor> v_;
+  std::vector<int64_t> length_;
+};
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class DecoderLayerImpl;
+
+// One projection that LoRA can adapt, named by its module path.
+struct LinearSite {
+  std::string path;  // "model.layers.3.mlp.down_proj"
+  std::string kind;  // "down_proj"
+  LoraLinear linear;
+};
+
+struct LoadOptions {
+  std::string dtype = "auto";  // "auto" (config.json torch_dtype), float32, bfloat16, float16
+  std::string device = "cpu";
+};
+
+class CausalLMImpl : public torch::nn::Module {
+ public:
+  // Random initialisation (nn.Linear / nn.Embedding defaults, norms at 1).
+  CausalLMImpl(const TransformerConfig& config, const at::TensorOptions& options);
+
+  // Reads DIR/config.json and the (possibly sharded) DIR/model.safetensors. Every tensor the
+  // model needs must be present with the right shape; errors name the file and the tensor.
+  static Result<std::shared_ptr<CausalLMImpl>> Load(const std::string& dir,
+                                                    const LoadOptions& options = {});
+  static Result<std::shared_ptr<CausalLMImpl>> Load(const ModelConfig& config);
+
+  // Final hidden states [B, T, hidden] (after the last RMSNorm) for `input_ids` [B, T] int64.
+  // `attention_mask` [B, past + T] (undefined = no padding); `position_ids` [B, T] (undefined =
+  // counted from the mask); `cache` (nullable) is read and extended by T tokens.
+  at::Tensor Hidden(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
+                    const at::Tensor& position_ids = {}, KVCache* cache = nullptr);
+
+  // Float32 logits for hidden states [..., hidden].
+  at::Tensor Logits(const at::Tensor& hidden);
+
+  // Full float32 logits [B, T, vocab]. For short inputs; training uses TokenLogProbs.
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {});
+
+  // log p(input_ids[:, t+1] | input_ids[:, :t+1]) for t < T-1, float32 [B, T-1], differentiable.
+  // Logits are formed `chunk_tokens` rows at a time in forward and again in backward, so the
+  // full [B, T, vocab] tensor never exists. `temperature` divides the logits first.
+  at::Tensor TokenLogProbs(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
+                           int64_t chunk_tokens = 512, double temperature = 1.0);
+
+  // Chunked log-probs of `targets` [N] under hidden states [N, hidden].
+  at::Tensor SelectedLogProbs(const at::Tensor& hidden, const at::Tensor& targets,
+                              int64_t chunk_tokens = 512, double temperature = 1.0);
+
+  // The logits matrix [vocab, hidden]: lm_head.weight, or embed_tokens.weight when tied.
+  at::Tensor output_weight() const;
+
+  const TransformerConfig& config() const { return config_; }
+  at::ScalarType dtype() const { return dtype_; }
+  at::Device device() const;
+
+  // The q/k/v/o/gate/up/down projections of every layer, in layer order.
+  const std::vector<LinearSite>& linear_sites() const { return sites_; }
+
+  // Adds a LoRA adapter to the projections whose kind is in `target_kinds` ("q_proj", ...);
+  // every base parameter is frozen. lora_A is drawn from a generator seeded with `seed`.
+  Status AttachLora(const LoraSpec& spec, const std::vector<std::string>& target_kinds,
+                    uint64_t seed = 0);
+  void DetachLora();
+  bool has_lora() const;
+  void SetLoraEnabled(bool enabled);
+  std::vector<at::Tensor> LoraParameters() const;
+
+  // Writes DIR/config.json and DIR/model.safetensors with the adapter (if any) merged into the
+  // weights, in `dtype` ("auto" = the model's dtype; "float16" works on CPU too).
+  Status SaveMerged(const std::string& dir, const std::string& dtype = "auto") const;
+
+  // Base weights by checkpoint name (merged with the adapter when `merged`).
+  NamedTensors StateTensors(bool merged) const;
+
+ private:
+  TransformerConfig config_;
+  at::ScalarType dtype_;
+  std::shared_ptr<torch::nn::Module> model_;  // "model": embed_tokens, layers, norm
+  torch::nn::Embedding embed_tokens_{nullptr};
+  std::vector<std::shared_ptr<DecoderLayerImpl>> layers_;
+  RMSNorm norm_{nullptr};
+  at::Tensor lm_head_weight_;  // undefined when tied
+  std::vector<LinearSite> sites_;
+  at::Tensor inv_freq_;  // float32 [head_dim / 2]
+};
+TORCH_MODULE(CausalLM);
+
+// Position ids for a left-padded batch: the count of real tokens before each position, for
+// the last `t` columns of `attention_mask` [B, S].
+at::Tensor PositionIdsFromMask(const at::Tensor& attention_mask, int64_t t);
+
+// Parses "q", "q_proj", ..., "all-linear" into projection kinds; unknown names are errors.
+Result<std::vector<std::string>> ResolveTargetModules(const std::vector<std::string>& names);
+
+}  // namespace allot::models
