@@ -9,8 +9,15 @@
 #include "core/config/schema.h"
 #include "core/run_config.h"
 #include "core/status.h"
+#include "envs/datasets/jsonl_loader.h"
+#include "envs/datasets/sampler.h"
 #include "envs/synthetic/chain_mdp.h"
+#include "envs/tools/rstkit.h"
+#include "llm/endpoint_config.h"
+#include "rewards/composed_reward.h"
+#include "rollout/config.h"
 #include "trainer/dqn_config.h"
+#include "trainer/grpo_config.h"
 #include "trainer/trainer_config.h"
 
 namespace allot::apps {
@@ -33,7 +40,16 @@ struct AllotConfig {
   CheckpointConfig checkpoint;
   trainer::TrainerConfig trainer;
   trainer::DqnConfig dqn;
+  trainer::GrpoConfig grpo;
   EnvSection env;
+  std::vector<llm::EndpointConfig> endpoints;
+  llm::GpuProfile gpu;
+  rewards::RewardConfig rewards;
+  envs::tools::ToolsConfig tools;
+  envs::datasets::DatasetConfig train_data;
+  envs::datasets::DatasetConfig eval_data;
+  envs::datasets::SamplerConfig sampler;
+  rollout::RolloutConfig rollout;
 
   void Describe(config::Visitor& v) {
     v.Field("run", run);
@@ -41,7 +57,16 @@ struct AllotConfig {
     v.Field("checkpoint", checkpoint);
     v.Field("trainer", trainer);
     v.Field("dqn", dqn);
+    v.Field("grpo", grpo);
     v.Field("env", env);
+    v.Field("endpoints", endpoints, {.doc = "LLM endpoints by logical name (OpenAI-compatible)"});
+    v.Field("gpu", gpu, {.doc = "GPU profile for energy estimates (R2-Reasoner: A100 SXM)"});
+    v.Field("rewards", rewards);
+    v.Field("tools", tools, {.doc = "RSTKit tools (CogER App. D.2)"});
+    v.Field("train_data", train_data);
+    v.Field("eval_data", eval_data);
+    v.Field("sampler", sampler);
+    v.Field("rollout", rollout);
   }
 };
 

@@ -16,6 +16,7 @@ void AddConfigCommands(CLI::App& app, int* exit_code);   // config validate|prin
 void AddRunCommands(CLI::App& app, int* exit_code);      // train, resume, sft, eval, export
 void AddServiceCommands(CLI::App& app, int* exit_code);  // serve, rollout-worker
 void AddInfoCommands(CLI::App& app, int* exit_code);     // version
+void AddToolCommands(CLI::App& app, int* exit_code);     // tokenize, grade
 
 // Prints "allot <command>: <what> has not landed yet" and returns kExitNotLanded.
 int NotLanded(const char* command, const char* what);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   allot::apps::AddRunCommands(app, &exit_code);
   allot::apps::AddServiceCommands(app, &exit_code);
   allot::apps::AddConfigCommands(app, &exit_code);
+  allot::apps::AddToolCommands(app, &exit_code);
   allot::apps::AddInfoCommands(app, &exit_code);
   if (!allot::SetupLogging("info").ok()) return allot::apps::kExitError;
   try {

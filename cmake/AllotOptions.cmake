@@ -30,3 +30,7 @@ if(ALLOT_BUILD_FUZZ)
   add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# Every target compiles with -pthread (some dependencies add it through pkg-config): the shared
+# precompiled header is only valid where the macros it was built with (_REENTRANT) agree.
+add_compile_options(-pthread)

@@ -87,8 +87,11 @@ const ConfigNode* LoadVisitor::Lookup(std::string_view key, std::string* path) {
   const ConfigNode* n = f.node->Find(std::string(key));
   if (n == nullptr || n->is_null()) return nullptr;
   if (n->secret()) {
-    // Print the ${VAR} placeholder back, unless its fallback could itself be a secret.
-    const bool safe = n->raw().find(":-") == std::string::npos;
+    // Print the ${VAR} placeholder back, unless a non-empty fallback could itself be a secret.
+    bool safe = true;
+    for (size_t p = n->raw().find(":-"); p != std::string::npos; p = n->raw().find(":-", p + 2)) {
+      if (p + 2 >= n->raw().size() || n->raw()[p + 2] != '}') safe = false;
+    }
     secret_paths_[*path] = safe ? n->raw() : "<redacted>";
   }
   return n;
