@@ -8,6 +8,7 @@ if ! command -v clang++ >/dev/null 2>&1; then
   echo "==> [fuzz] clang++ not found: skipping the fuzz targets (scripts/setup.sh installs it)"
   exit 0
 fi
+export CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1
 FUZZ_DIR=${ALLOT_FUZZ_BUILD_DIR:-build-fuzz}
 echo "==> [fuzz] configure ${FUZZ_DIR} with clang"
 CC=clang CXX=clang++ cmake -S . -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -82,6 +82,10 @@ if [ "${ALLOT_SKIP_BUILD:-0}" = "1" ]; then
   exit 0
 fi
 
+# ccache: key on paths relative to the checkout, so clones in other directories share hits.
+export CCACHE_BASEDIR="$ROOT"
+export CCACHE_NOHASHDIR=1
+
 step "configure ${BUILD_DIR} (${BUILD_TYPE})"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
   || die "cmake configure"
