@@ -3,21 +3,12 @@
 #include <cctype>
 
 #include "rewards/gestalt.h"
+#include "rewards/text_util.h"
 
 namespace allot::rewards {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-size_t Count(std::string_view s, std::string_view needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string_view::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
+using text::Trim;
 
 // Reads "<tag>body</tag>" at the start of `s`; advances `s` past it.
 Result<std::string> Block(std::string_view& s, const std::string& tag) {
@@ -35,7 +26,8 @@ Result<std::string> Block(std::string_view& s, const std::string& tag) {
 
 Result<ToolStep> ParseToolStep(std::string_view output, const ActionRewardConfig& config) {
   for (const std::string* tag : {&config.think_tag, &config.tool_tag, &config.answer_tag}) {
-    if (Count(output, "<" + *tag + ">") > 1 || Count(output, "</" + *tag + ">") > 1) {
+    if (text::CountOf(output, "<" + *tag + ">") > 1 ||
+        text::CountOf(output, "</" + *tag + ">") > 1) {
       return InvalidArgument("step: more than one <" + *tag + "> block");
     }
   }

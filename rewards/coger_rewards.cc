@@ -3,20 +3,13 @@
 #include <algorithm>
 #include <cctype>
 
+#include "rewards/text_util.h"
+
 namespace allot::rewards {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-size_t CountOf(std::string_view s, std::string_view needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string_view::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
+using text::CountOf;
+using text::Trim;
 
 }  // namespace
 

@@ -18,6 +18,13 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// Non-overlapping-start occurrences of `needle` in `s`.
+inline size_t CountOf(std::string_view s, std::string_view needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string_view::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
 // Runs of whitespace become one space; leading and trailing whitespace go.
 inline std::string CollapseSpaces(std::string_view s) {
   std::string out;
