@@ -33,3 +33,17 @@ target_include_directories(allot_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 target_link_libraries(allot_torch INTERFACE ${TORCH_LIBRARIES})
 separate_arguments(ALLOT_TORCH_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(allot_torch INTERFACE ${ALLOT_TORCH_FLAGS})
+
+# GPU build: a CUDA LibTorch (the PyTorch wheel's, on a GPU machine) and NCCL for all-reduce.
+if(ALLOT_WITH_CUDA)
+  if(NOT TARGET c10_cuda AND NOT "${TORCH_LIBRARIES}" MATCHES "cuda")
+    message(FATAL_ERROR "ALLOT_WITH_CUDA=ON needs a CUDA LibTorch: configure with "
+            "-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')")
+  endif()
+  find_library(ALLOT_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ENV NCCL_HOME PATH_SUFFIXES lib)
+  if(NOT ALLOT_NCCL_LIBRARY)
+    message(FATAL_ERROR "ALLOT_WITH_CUDA=ON needs NCCL (set NCCL_HOME, e.g. the wheel's nvidia/nccl)")
+  endif()
+  target_link_libraries(allot_torch INTERFACE ${ALLOT_NCCL_LIBRARY})
+  target_compile_definitions(allot_torch INTERFACE ALLOT_WITH_CUDA=1)
+endif()
