@@ -1,0 +1,88 @@
+#include "models/sampling.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace allot::models {
+
+Status SamplingParams::Validate() const {
+  if (!(temperature >= 0.0) || !std::isfinite(temperature)) {
+    return InvalidArgument("temperature must be >= 0, got " + std::to_string(temperature));
+  }
+  if (!(top_p > 0.0 && top_p <= 1.0)) {
+    return InvalidArgument("top_p must be in (0, 1], got " + std::to_string(top_p));
+  }
+  if (top_k < -1)
+    return InvalidArgument("top_k must be -1, 0 or positive, got " + std::to_string(top_k));
+  if (max_tokens < 1) {
+    return InvalidArgument("max_tokens must be at least 1, got " + std::to_string(max_tokens));
+  }
+  if (n < 1) return InvalidArgument("n must be at least 1, got " + std::to_string(n));
+  for (const auto& s : stop) {
+    if (s.empty()) return InvalidArgument("stop strings must not be empty");
+  }
+  return Status::Ok();
+}
+
+Sampler::Sampler(const SamplingParams& params, uint64_t stream) : params_(params) {
+  if (params.seed.has_value()) {
+    std::seed_seq seq{static_cast<uint32_t>(*params.seed),
+                      static_cast<uint32_t>(*params.seed >> 32), static_cast<uint32_t>(stream),
+                      static_cast<uint32_t>(stream >> 32)};
+    rng_.seed(seq);
+  } else {
+    std::random_device rd;
+    rng_.seed((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ stream);
+  }
+}
+
+SampledToken Sampler::Sample(const at::Tensor& logits_in) {
+  at::Tensor logits = logits_in.to(torch::kCPU, torch::kFloat).contiguous();
+  if (params_.temperature == 0.0) {
+    const int64_t best = logits.argmax().item<int64_t>();
+    const float lp = torch::log_softmax(logits, -1)[best].item<float>();
+    return {static_cast<int32_t>(best), lp};
+  }
+  at::Tensor scaled = logits / params_.temperature;
+  at::Tensor logp = torch::log_softmax(scaled, -1);
+  const int64_t vocab = logits.size(0);
+
+  // Candidates in descending probability; truncate to top-k, then to the smallest prefix whose
+  // mass reaches top_p (the token that crosses top_p is kept). Without truncation the vocabulary
+  // order is used as is, saving the sort.
+  at::Tensor order;
+  at::Tensor probs;
+  int64_t keep = vocab;
+  const bool truncate = (params_.top_k > 0 && params_.top_k < vocab) || params_.top_p < 1.0;
+  if (truncate) {
+    auto sorted = logp.sort(/*dim=*/-1, /*descending=*/true);
+    order = std::get<1>(sorted);
+    probs = std::get<0>(sorted).exp();
+    if (params_.top_k > 0) keep = std::min(keep, params_.top_k);
+    if (params_.top_p < 1.0) {
+      at::Tensor before = probs.cumsum(0) - probs;  // mass strictly before each candidate
+      const int64_t within = (before.narrow(0, 0, keep) < params_.top_p).sum().item<int64_t>();
+      keep = std::max<int64_t>(1, within);
+    }
+  } else {
+    probs = logp.exp();
+  }
+  const float* p = probs.data_ptr<float>();
+  double total = 0.0;
+  for (int64_t i = 0; i < keep; ++i) total += p[i];
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * total;
+  int64_t pick = keep - 1;
+  double acc = 0.0;
+  for (int64_t i = 0; i < keep; ++i) {
+    acc += p[i];
+    if (u < acc) {
+      pick = i;
+      break;
+    }
+  }
+  const int64_t token = truncate ? order[pick].item<int64_t>() : pick;
+  return {static_cast<int32_t>(token), logp[token].item<float>()};
+}
+
+}  // namespace allot::models

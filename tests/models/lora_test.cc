@@ -1,0 +1,245 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/safetensors.h"
+#include "models/causal_lm.h"
+#include "models/lora.h"
+#include "models/peft.h"
+#include "tests/models/tiny_model.h"
+
+namespace allot::models {
+namespace {
+
+using testing::MakeTempDir;
+using testing::WriteTinyModel;
+
+std::shared_ptr<CausalLMImpl> Load(const std::string& dir) {
+  auto m = CausalLMImpl::Load(dir);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  (*m)->eval();  // LoRA dropout is active in training mode
+  return *m;
+}
+
+// Gives every adapter a non-zero B, as training would.
+void Randomise(CausalLMImpl& m, uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::NoGradGuard g;
+  for (const auto& site : m.linear_sites()) {
+    if (site.linear->has_lora()) site.linear->lora_B.normal_(0.0, 0.2);
+  }
+}
+
+float MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<float>();
+}
+
+const LoraSpec kSpec{.r = 4, .alpha = 8.0, .dropout = 0.0, .use_rslora = false};
+const std::vector<std::string> kAll = {"q", "k", "v", "o", "gate", "up", "down"};
+
+class LoraTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = WriteTinyModel(MakeTempDir("lora_base"));
+    model_ = Load(dir_);
+    ids_ = torch::tensor({{3, 9, 27, 1, 40, 12, 5}}, torch::kLong);
+    torch::NoGradGuard g;
+    base_logits_ = model_->forward(ids_);
+  }
+  at::Tensor Logits() {
+    torch::NoGradGuard g;
+    return model_->forward(ids_);
+  }
+  std::string dir_;
+  std::shared_ptr<CausalLMImpl> model_;
+  at::Tensor ids_;
+  at::Tensor base_logits_;
+};
+
+TEST_F(LoraTest, FreshAdapterWithZeroBEqualsBase) {
+  ASSERT_TRUE(model_->AttachLora(kSpec, kAll).ok());
+  EXPECT_TRUE(model_->has_lora());
+  EXPECT_EQ(MaxDiff(Logits(), base_logits_), 0.0f);
+  EXPECT_GT(model_->linear_sites()[0].linear->lora_A.abs().sum().item<float>(), 0.0f);
+}
+
+TEST_F(LoraTest, DisabledAdapterEqualsBaseAndEnabledDiffers) {
+  ASSERT_TRUE(model_->AttachLora(kSpec, kAll).ok());
+  Randomise(*model_, 1);
+  EXPECT_GT(MaxDiff(Logits(), base_logits_), 1e-3f);
+  model_->SetLoraEnabled(false);
+  EXPECT_EQ(MaxDiff(Logits(), base_logits_), 0.0f);
+  model_->SetLoraEnabled(true);
+  EXPECT_GT(MaxDiff(Logits(), base_logits_), 1e-3f);
+}
+
+TEST_F(LoraTest, OnlyTargetsAdaptedAndOnlyAdapterTrains) {
+  ASSERT_TRUE(model_->AttachLora(kSpec, {"q_proj", "v"}).ok());
+  for (const auto& site : model_->linear_sites()) {
+    EXPECT_EQ(site.linear->has_lora(), site.kind == "q_proj" || site.kind == "v_proj") << site.path;
+  }
+  EXPECT_EQ(model_->LoraParameters().size(), 8u);  // 2 layers x 2 modules x (A, B)
+  Randomise(*model_, 2);
+  at::Tensor loss = model_->TokenLogProbs(ids_, {}, 4).sum();
+  loss.backward();
+  for (const auto& it : model_->named_parameters()) {
+    const bool lora = it.key().find(".lora_") != std::string::npos;
+    EXPECT_EQ(it.value().requires_grad(), lora) << it.key();
+    if (lora) {
+      ASSERT_TRUE(it.value().grad().defined()) << it.key();
+      EXPECT_GT(it.value().grad().abs().sum().item<float>(), 0.0f) << it.key();
+    }
+  }
+  EXPECT_FALSE(model_->AttachLora(kSpec, {"qq"}).ok());
+}
+
+TEST(LoraLinearTest, ScalingIsAlphaOverROrOverSqrtRWithRsLora) {
+  torch::manual_seed(0);
+  LoraLinear lin(6, 5, /*bias=*/true, torch::TensorOptions());
+  at::Tensor x = torch::randn({3, 6});
+  for (bool rs : {false, true}) {
+    LoraSpec spec{.r = 4, .alpha = 6.0, .dropout = 0.0, .use_rslora = rs};
+    EXPECT_DOUBLE_EQ(spec.scaling(), rs ? 3.0 : 1.5);
+    lin->AttachLora(spec);
+    {
+      torch::NoGradGuard g;
+      lin->lora_B.normal_();
+    }
+    at::Tensor want =
+        torch::linear(x, lin->weight, lin->bias) +
+        spec.scaling() * torch::matmul(torch::matmul(x, lin->lora_A.t()), lin->lora_B.t());
+    EXPECT_LT(MaxDiff(lin->forward(x), want), 1e-5f);
+    EXPECT_LT(MaxDiff(torch::linear(x, lin->MergedWeight(), lin->bias), want), 1e-5f);
+  }
+}
+
+TEST(LoraLinearTest, DropoutOnlyInTraining) {
+  torch::manual_seed(0);
+  LoraLinear lin(16, 16, false, torch::TensorOptions());
+  lin->AttachLora({.r = 2, .alpha = 2.0, .dropout = 0.5});
+  {
+    torch::NoGradGuard g;
+    lin->lora_B.normal_();
+  }
+  at::Tensor x = torch::randn({4, 16});
+  lin->eval();
+  at::Tensor a = lin->forward(x);
+  EXPECT_TRUE(torch::equal(a, lin->forward(x)));
+  lin->train();
+  EXPECT_GT(MaxDiff(lin->forward(x), a), 1e-4f);
+}
+
+TEST_F(LoraTest, MergedExportEqualsAdapterAtRunTime) {
+  ASSERT_TRUE(model_->AttachLora({.r = 4, .alpha = 16.0, .use_rslora = true}, kAll).ok());
+  Randomise(*model_, 3);
+  at::Tensor with_adapter = Logits();
+  const std::string out = MakeTempDir("lora_merged");
+  ASSERT_TRUE(model_->SaveMerged(out).ok());
+  auto merged = Load(out);
+  EXPECT_FALSE(merged->has_lora());
+  torch::NoGradGuard g;
+  EXPECT_LT(MaxDiff(merged->forward(ids_), with_adapter), 1e-4f);
+  // In place as well.
+  for (LinearSite site : model_->linear_sites()) site.linear->MergeAndDetach();
+  EXPECT_FALSE(model_->has_lora());
+  EXPECT_LT(MaxDiff(Logits(), with_adapter), 1e-4f);
+}
+
+TEST_F(LoraTest, PeftSaveLoadRoundTripIsExact) {
+  ASSERT_TRUE(model_->AttachLora({.r = 4, .alpha = 8.0, .dropout = 0.1}, {"q", "k", "down"}).ok());
+  Randomise(*model_, 4);
+  const std::string adapter = MakeTempDir("lora_peft");
+  ASSERT_TRUE(SaveAdapter(*model_, adapter, "org/tiny-qwen2").ok());
+
+  // The files are PEFT's.
+  std::ifstream in(adapter + "/adapter_config.json");
+  auto json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["peft_type"], "LORA");
+  EXPECT_EQ(json["task_type"], "CAUSAL_LM");
+  EXPECT_EQ(json["r"], 4);
+  EXPECT_EQ(json["lora_alpha"], 8.0);
+  EXPECT_EQ(json["bias"], "none");
+  EXPECT_EQ(json["use_rslora"], false);
+  EXPECT_EQ(json["base_model_name_or_path"], "org/tiny-qwen2");
+  EXPECT_EQ(json["target_modules"], nlohmann::json({"q_proj", "k_proj", "down_proj"}));
+  auto file = safetensors::File::Open(adapter + "/adapter_model.safetensors");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ((*file)->tensors().size(), 12u);
+  const auto* a = (*file)->Find("base_model.model.model.layers.1.self_attn.k_proj.lora_A.weight");
+  const auto* b = (*file)->Find("base_model.model.model.layers.0.mlp.down_proj.lora_B.weight");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->shape, (std::vector<int64_t>{4, 32}));  // [r, in]
+  EXPECT_EQ(b->shape, (std::vector<int64_t>{32, 4}));  // [out, r]
+  EXPECT_EQ(a->dtype, safetensors::Dtype::kF32);
+
+  auto fresh = Load(dir_);
+  auto loaded = LoadAdapter(*fresh, adapter);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->spec.dropout, 0.1);
+  auto want = model_->named_parameters();
+  for (const auto& it : fresh->named_parameters()) {
+    ASSERT_TRUE(want.contains(it.key())) << it.key();
+    EXPECT_TRUE(torch::equal(it.value(), want[it.key()])) << it.key();
+  }
+  EXPECT_EQ(fresh->named_parameters().size(), want.size());
+  torch::NoGradGuard g;
+  EXPECT_TRUE(torch::equal(fresh->forward(ids_), Logits()));
+}
+
+TEST_F(LoraTest, LoadAdapterErrorsNameFileAndTensor) {
+  ASSERT_TRUE(model_->AttachLora(kSpec, {"q"}).ok());
+  const std::string adapter = MakeTempDir("lora_bad");
+  ASSERT_TRUE(SaveAdapter(*model_, adapter, "base").ok());
+  // The config now claims v_proj too, whose tensors are absent.
+  std::ifstream in(adapter + "/adapter_config.json");
+  auto json = nlohmann::json::parse(in);
+  json["target_modules"] = {"q_proj", "v_proj"};
+  std::ofstream(adapter + "/adapter_config.json") << json.dump();
+  auto fresh = Load(dir_);
+  auto r = LoadAdapter(*fresh, adapter);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("adapter_model.safetensors: missing tensor "
+                                      "'base_model.model.model.layers.0.self_attn.v_proj.lora_A"
+                                      ".weight'"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(fresh->has_lora());
+
+  auto dora = ParseAdapterConfig(R"({"peft_type": "LORA", "r": 4, "lora_alpha": 8,
+                                     "target_modules": ["q_proj"], "use_dora": true})",
+                                 "x/adapter_config.json");
+  ASSERT_FALSE(dora.ok());
+  EXPECT_NE(dora.status().message().find("x/adapter_config.json: field 'use_dora'"),
+            std::string::npos);
+  auto no_r = ParseAdapterConfig(R"({"peft_type": "LORA", "lora_alpha": 8})", "y.json");
+  ASSERT_FALSE(no_r.ok());
+  EXPECT_NE(no_r.status().message().find("'r'"), std::string::npos);
+  EXPECT_FALSE(LoadAdapter(*fresh, "/nonexistent/adapter").ok());
+}
+
+TEST_F(LoraTest, ApplyLoraConfigFreshOrFromDirectory) {
+  LoraConfig config;
+  config.r = 2;
+  config.target_modules = {"gate", "up"};
+  ASSERT_TRUE(ApplyLoraConfig(*model_, config).ok());
+  EXPECT_EQ(model_->LoraParameters().size(), 8u);
+  EXPECT_EQ(model_->linear_sites()[4].linear->lora_spec().r, 2);
+  Randomise(*model_, 5);
+  const std::string adapter = MakeTempDir("lora_init");
+  ASSERT_TRUE(SaveAdapter(*model_, adapter, "base").ok());
+  auto fresh = Load(dir_);
+  ASSERT_TRUE(ApplyLoraConfig(*fresh, {.init_from = adapter}).ok());
+  torch::NoGradGuard g;
+  EXPECT_TRUE(torch::equal(fresh->forward(ids_), Logits()));
+  config.enabled = false;
+  auto untouched = Load(dir_);
+  ASSERT_TRUE(ApplyLoraConfig(*untouched, config).ok());
+  EXPECT_FALSE(untouched->has_lora());
+}
+
+}  // namespace
+}  // namespace allot::models
