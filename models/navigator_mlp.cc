@@ -78,6 +78,18 @@ Result<NavigatorMlp> NavigatorMlp::FromSafetensors(std::span<const std::byte> by
   return m;
 }
 
+NavigatorMlp NavigatorMlp::FromArrays(const Shape& shape, const std::array<const float*, 10>& p) {
+  NavigatorMlp m;
+  m.shape_ = shape;
+  const size_t s = static_cast<size_t>(shape.state_dim), h = static_cast<size_t>(shape.hidden),
+               a = static_cast<size_t>(shape.num_actions);
+  std::vector<float>* dst[10] = {&m.trunk_w_, &m.trunk_b_, &m.adv_h_w_, &m.adv_h_b_, &m.adv_o_w_,
+                                 &m.adv_o_b_, &m.val_h_w_, &m.val_h_b_, &m.val_o_w_, &m.val_o_b_};
+  const size_t sizes[10] = {h * s, h, h * h, h, a * h, a, h * h, h, h, 1};
+  for (size_t k = 0; k < 10; ++k) dst[k]->assign(p[k], p[k] + sizes[k]);
+  return m;
+}
+
 void NavigatorMlp::Forward(std::span<const float> state, std::span<float> q) const {
   const int s = shape_.state_dim, h = shape_.hidden, a = shape_.num_actions;
   float x[4096], t[4096], u[4096], adv[4096], v = 0;

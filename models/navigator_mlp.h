@@ -5,6 +5,7 @@
 // dispatch than the 2.5k multiply-adds it computes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -30,6 +31,9 @@ class NavigatorMlp {
   // the input scaling in the metadata ("input_offset", "input_scale"). Checks every shape.
   static Result<NavigatorMlp> FromSafetensors(std::span<const std::byte> bytes,
                                               const std::string& source);
+
+  // From the 10 parameter arrays in DuelingQNetImpl::ParameterNames() order (copied).
+  static NavigatorMlp FromArrays(const Shape& shape, const std::array<const float*, 10>& params);
 
   // q must hold num_actions floats.
   void Forward(std::span<const float> state, std::span<float> q) const;

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
 #include "models/dueling_qnet.h"
+#include "trainer/fused_dqn_update.h"
 
 namespace allot::trainer {
 namespace {
@@ -53,8 +54,11 @@ DqnLearner::DqnLearner(const DqnConfig& config, uint64_t seed)
   nets_->online = models::DuelingQNet(NetOptions(config));
   nets_->target = models::DuelingQNet(NetOptions(config));
   SyncTarget();
-  nets_->optimizer = std::make_unique<torch::optim::Adam>(
-      nets_->online->parameters(), torch::optim::AdamOptions(config.lr));
+  nets_->optimizer = std::make_unique<torch::optim::Adam>(nets_->online->parameters(),
+                                                          torch::optim::AdamOptions(config.lr));
+  fused_ = std::make_unique<FusedDqnUpdate>(
+      DuelingShape{config.state_dim, config.num_actions, config.hidden, 1.5f, 1.5f});
+  for (int size : fused_->sizes()) grads_.emplace_back(static_cast<size_t>(size));
   RefreshActor();
 }
 
@@ -76,20 +80,21 @@ Result<std::string> DqnLearner::OnlineWeights() const {
     std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
     refs.push_back({p.key(), safetensors::Dtype::kF32, shape, TensorBytes(t)});
   }
-  return safetensors::Serialize(
-      refs, {{"format", "allot-navigator/1"},
-             {"input_offset", "1.5"},
-             {"input_scale", "1.5"},
-             {"updates", std::to_string(updates_)}});
+  return safetensors::Serialize(refs, {{"format", "allot-navigator/1"},
+                                       {"input_offset", "1.5"},
+                                       {"input_scale", "1.5"},
+                                       {"updates", std::to_string(updates_)}});
 }
 
 void DqnLearner::RefreshActor() {
-  auto bytes = OnlineWeights();
-  auto mlp = models::NavigatorMlp::FromSafetensors(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes->data()),
-                                 bytes->size()),
-      "online");
-  actor_ = std::move(*mlp);
+  std::array<const float*, 10> p{};
+  auto params = nets_->online->parameters();
+  for (size_t k = 0; k < p.size(); ++k) p[k] = params[k].data_ptr<float>();
+  models::NavigatorMlp::Shape shape;
+  shape.state_dim = config_.state_dim;
+  shape.num_actions = config_.num_actions;
+  shape.hidden = config_.hidden;
+  actor_ = models::NavigatorMlp::FromArrays(shape, p);
 }
 
 int DqnLearner::Act(std::span<const float> state) {
@@ -101,9 +106,16 @@ int DqnLearner::Act(std::span<const float> state) {
   } else {
     action = actor_.Greedy(state);
   }
-  epsilon_ = std::max(config_.epsilon_min, epsilon_ * config_.epsilon_decay);
-  ++env_steps_;
+  AdvanceEpsilon(1);
   return action;
+}
+
+void DqnLearner::AdvanceEpsilon(int64_t steps) {
+  // RLoT: epsilon x0.9995 per env step, down to the floor.
+  for (int64_t i = 0; i < steps; ++i) {
+    epsilon_ = std::max(config_.epsilon_min, epsilon_ * config_.epsilon_decay);
+  }
+  env_steps_ += steps;
 }
 
 Status DqnLearner::PushToReplay(const Transition& t) { return replay_.Add(t); }
@@ -142,7 +154,8 @@ Status DqnLearner::Observe(const Transition& t) {
 }
 
 std::optional<UpdateStats> DqnLearner::MaybeUpdate() {
-  if (replay_.size() < static_cast<size_t>(std::min(config_.learn_start, config_.replay_capacity))) {
+  if (replay_.size() <
+      static_cast<size_t>(std::min(config_.learn_start, config_.replay_capacity))) {
     return std::nullopt;
   }
   std::optional<UpdateStats> last;
@@ -173,7 +186,67 @@ std::vector<float> DqnLearner::Targets(const SampledBatch& b) const {
   return std::vector<float>(y.data_ptr<float>(), y.data_ptr<float>() + n);
 }
 
+UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
+  torch::NoGradGuard no_grad;
+  auto online = nets_->online->parameters();
+  auto target = nets_->target->parameters();
+  ConstDuelingParams on{}, tg{};
+  DuelingParams on_mut{}, grads{}, exp_avg{}, exp_avg_sq{};
+  auto& state = nets_->optimizer->state();
+  int64_t step = 0;
+  for (size_t k = 0; k < on.size(); ++k) {
+    on_mut[k] = online[k].data_ptr<float>();
+    on[k] = on_mut[k];
+    tg[k] = target[k].data_ptr<float>();
+    grads[k] = grads_[k].data();
+    // Adam's state lives in the LibTorch optimizer, so that save/load and the autograd path
+    // see exactly what the fused path wrote.
+    const std::string key = c10::guts::to_string(online[k].unsafeGetTensorImpl());
+    auto it = state.find(key);
+    if (it == state.end()) {
+      auto fresh = std::make_unique<torch::optim::AdamParamState>();
+      fresh->step(0);
+      fresh->exp_avg(torch::zeros_like(online[k], at::MemoryFormat::Contiguous));
+      fresh->exp_avg_sq(torch::zeros_like(online[k], at::MemoryFormat::Contiguous));
+      it = state.emplace(key, std::move(fresh)).first;
+    }
+    auto& adam = static_cast<torch::optim::AdamParamState&>(*it->second);
+    exp_avg[k] = adam.exp_avg().data_ptr<float>();
+    exp_avg_sq[k] = adam.exp_avg_sq().data_ptr<float>();
+    step = adam.step();
+  }
+  const int n = static_cast<int>(b.actions.size());
+  FusedBatch fb{n,
+                b.states.data(),
+                b.next_states.data(),
+                b.actions.data(),
+                b.rewards.data(),
+                b.dones.data(),
+                b.discounts.data(),
+                b.weights.data()};
+  std::vector<float> y(static_cast<size_t>(n)), td(static_cast<size_t>(n));
+  fused_->Targets(on, tg, fb, config_.double_q, y.data());
+  FusedStats fs = fused_->LossAndGrad(on, fb, y.data(), config_.loss == "huber", grads, td.data());
+  const auto& opts =
+      static_cast<const torch::optim::AdamOptions&>(nets_->optimizer->param_groups()[0].options());
+  AdamHyper hyper{opts.lr(), std::get<0>(opts.betas()), std::get<1>(opts.betas()), opts.eps()};
+  ConstDuelingParams g{};
+  for (size_t k = 0; k < g.size(); ++k) g[k] = grads[k];
+  fused_->AdamStep(on_mut, g, exp_avg, exp_avg_sq, step, hyper);
+  for (size_t k = 0; k < online.size(); ++k) {
+    auto key = c10::guts::to_string(online[k].unsafeGetTensorImpl());
+    static_cast<torch::optim::AdamParamState&>(*state.at(key)).step(step + 1);
+  }
+
+  ++updates_;
+  if (updates_ % config_.target_update_every == 0) SyncTarget();
+  RefreshActor();
+  replay_.UpdatePriorities(b.indices, td);
+  return UpdateStats{fs.loss, fs.q_mean, fs.td_abs_mean};
+}
+
 UpdateStats DqnLearner::Update(const SampledBatch& b) {
+  if (config_.fused_update) return FusedUpdate(b);
   const int64_t n = static_cast<int64_t>(b.actions.size());
   std::vector<float> targets = Targets(b);
   auto s = torch::from_blob(const_cast<float*>(b.states.data()), {n, config_.state_dim});
@@ -214,8 +287,9 @@ void DqnLearner::EndEpisode() {
 
 void DqnLearner::ApplyLrSchedule() {
   // RLoT Table 21: lr x0.5 every 1000 episodes (a StepLR over episodes).
-  const double lr = config_.lr * std::pow(config_.lr_decay, static_cast<double>(
-                                                                episodes_ / config_.lr_decay_episodes));
+  const double lr =
+      config_.lr *
+      std::pow(config_.lr_decay, static_cast<double>(episodes_ / config_.lr_decay_episodes));
   for (auto& group : nets_->optimizer->param_groups()) {
     static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   }
@@ -229,18 +303,20 @@ double DqnLearner::lr() const {
 std::vector<float> DqnLearner::OnlineQ(std::span<const float> states) const {
   torch::NoGradGuard no_grad;
   const int64_t n = static_cast<int64_t>(states.size()) / config_.state_dim;
-  auto q = nets_->online->forward(
-                  torch::from_blob(const_cast<float*>(states.data()), {n, config_.state_dim}))
-               .contiguous();
+  auto q =
+      nets_->online
+          ->forward(torch::from_blob(const_cast<float*>(states.data()), {n, config_.state_dim}))
+          .contiguous();
   return std::vector<float>(q.data_ptr<float>(), q.data_ptr<float>() + q.numel());
 }
 
 std::vector<float> DqnLearner::TargetQ(std::span<const float> states) const {
   torch::NoGradGuard no_grad;
   const int64_t n = static_cast<int64_t>(states.size()) / config_.state_dim;
-  auto q = nets_->target->forward(
-                  torch::from_blob(const_cast<float*>(states.data()), {n, config_.state_dim}))
-               .contiguous();
+  auto q =
+      nets_->target
+          ->forward(torch::from_blob(const_cast<float*>(states.data()), {n, config_.state_dim}))
+          .contiguous();
   return std::vector<float>(q.data_ptr<float>(), q.data_ptr<float>() + q.numel());
 }
 
@@ -248,8 +324,9 @@ Status DqnLearner::Save(const std::string& dir) const {
   // Nets: online.* and target.* in one safetensors file.
   std::vector<safetensors::TensorRef> refs;
   std::vector<at::Tensor> keep;
-  for (const auto& [prefix, net] : {std::pair<std::string, const models::DuelingQNet*>{"online.", &nets_->online},
-                                    {"target.", &nets_->target}}) {
+  for (const auto& [prefix, net] :
+       {std::pair<std::string, const models::DuelingQNet*>{"online.", &nets_->online},
+        {"target.", &nets_->target}}) {
     for (const auto& p : (*net)->named_parameters()) {
       at::Tensor t = p.value().detach().contiguous();
       keep.push_back(t);
@@ -333,8 +410,9 @@ Status DqnLearner::Load(const std::string& dir) {
   ALLOT_ASSIGN_OR_RETURN(auto nav, safetensors::File::Open(dir + "/navigator.safetensors"));
   {
     torch::NoGradGuard no_grad;
-    for (const auto& [prefix, net] : {std::pair<std::string, models::DuelingQNet*>{"online.", &nets_->online},
-                                      {"target.", &nets_->target}}) {
+    for (const auto& [prefix, net] :
+         {std::pair<std::string, models::DuelingQNet*>{"online.", &nets_->online},
+          {"target.", &nets_->target}}) {
       for (auto& p : (*net)->named_parameters()) {
         const safetensors::TensorInfo* t = nav->Find(prefix + p.key());
         if (t == nullptr || t->dtype != safetensors::Dtype::kF32 ||

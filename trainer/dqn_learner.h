@@ -25,6 +25,8 @@
 
 namespace allot::trainer {
 
+class FusedDqnUpdate;
+
 struct UpdateStats {
   double loss = 0;
   double q_mean = 0;
@@ -41,6 +43,9 @@ class DqnLearner {
   // Epsilon-greedy action for one state; decays epsilon by one env step.
   int Act(std::span<const float> state);
   int Greedy(std::span<const float> state) const { return actor_.Greedy(state); }
+  // Advances the epsilon schedule by `steps` env steps taken elsewhere (rollout workers).
+  void AdvanceEpsilon(int64_t steps);
+  const models::NavigatorMlp& actor() const { return actor_; }
 
   // Feeds one env transition (n-step aggregation happens here) into replay.
   Status Observe(const Transition& t);
@@ -77,11 +82,14 @@ class DqnLearner {
  private:
   struct Nets;
   void RefreshActor();
+  UpdateStats FusedUpdate(const SampledBatch& batch);
   void ApplyLrSchedule();
   Status PushToReplay(const Transition& t);
 
   DqnConfig config_;
   std::unique_ptr<Nets> nets_;
+  std::unique_ptr<FusedDqnUpdate> fused_;
+  std::vector<std::vector<float>> grads_;  // fused path
   ReplayBuffer replay_;
   models::NavigatorMlp actor_;
   std::mt19937_64 rng_;

@@ -12,9 +12,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "envs/synthetic/chain_mdp.h"
+#include "models/navigator_mlp.h"
 #include "trainer/dqn_config.h"
 
 namespace allot {
@@ -26,6 +28,11 @@ namespace allot::trainer {
 
 class DqnLearner;
 
+// One greedy episode of the chain with `navigator`; returns its return, and the applied
+// actions in `actions` when given.
+double GreedyChainReturn(const envs::ChainMdpConfig& env, const models::NavigatorMlp& navigator,
+                         std::vector<int>* actions = nullptr);
+
 struct DqnRunOptions {
   DqnConfig dqn;
   envs::ChainMdpConfig env;
@@ -34,7 +41,7 @@ struct DqnRunOptions {
   int keep_last = 3;
   int log_every = 1;
   uint64_t seed = 0;
-  std::string checkpoint_dir;      // empty: no checkpoints
+  std::string checkpoint_dir;  // empty: no checkpoints
 };
 
 struct DqnRunSummary {

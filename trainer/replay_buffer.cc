@@ -63,7 +63,8 @@ SampledBatch ReplayBuffer::Sample(int batch_size, std::mt19937_64& rng, double b
     std::vector<double> w(batch_size);
     for (int k = 0; k < batch_size; ++k) {
       const double target = u(rng);
-      size_t i = std::lower_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin();
+      size_t i =
+          std::lower_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin();
       i = std::min(i, size_ - 1);
       b.indices[k] = static_cast<int64_t>(i);
       const double p = PriorityOf(i) / total;

@@ -52,7 +52,8 @@ TEST(DuelingQNetTest, ShapeAndParameterCount) {
   EXPECT_EQ(models::CountParameters(*net), 2566);
   auto q = net->forward(torch::zeros({4, 7}));
   EXPECT_EQ(q.sizes(), (std::vector<int64_t>{4, 5}));
-  models::DuelingQNet wide(models::DuelingQNetOptions{.state_dim = 3, .num_actions = 2, .hidden = 8});
+  models::DuelingQNet wide(
+      models::DuelingQNetOptions{.state_dim = 3, .num_actions = 2, .hidden = 8});
   EXPECT_EQ(wide->forward(torch::zeros({1, 3})).size(1), 2);
 }
 
@@ -173,7 +174,8 @@ TEST(DqnLearnerTest, TargetSyncEvery50Updates) {
   cfg.replay_capacity = 64;
   cfg.learn_start = 64;
   DqnLearner learner(cfg, 0);
-  for (int i = 0; i < 64; ++i) ASSERT_TRUE(learner.Observe(MakeTransition(i % 4, i % 5, i % 2, i % 7 == 0)).ok());
+  for (int i = 0; i < 64; ++i)
+    ASSERT_TRUE(learner.Observe(MakeTransition(i % 4, i % 5, i % 2, i % 7 == 0)).ok());
   auto probe = RandomStates(4, 5);
   for (int u = 1; u <= 50; ++u) {
     ASSERT_TRUE(learner.MaybeUpdate().has_value());

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# DQN navigator benchmark: allot's update (fused and LibTorch paths) and greedy action selection
+# against PyTorch running the same network and update, in the same run.
+#
+#   bench/trainer/run.sh [BUILD_DIR]      (default: build; ALLOT_BUILD_DIR also works)
+#
+# Both sides are single-threaded and timed in process CPU seconds, which stays meaningful on a
+# busy machine. Targets (issue 7): >= 10x PyTorch's updates/s at batch 64, < 20 us per action.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-${ALLOT_BUILD_DIR:-build}}"
+[[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+PY=/usr/bin/python3
+
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  echo "installing python3-torch (Debian) ..." >&2
+  SUDO=""
+  [[ "$(id -u)" != 0 ]] && SUDO="sudo"
+  $SUDO apt-get install -y python3-torch >/dev/null
+fi
+
+cmake --build "$BUILD" --target allot_dqn_bench -- -j2 >/dev/null
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+
+"$BUILD/bench/trainer/allot_dqn_bench" --benchmark_format=json >"$OUT/cpp.json"
+"$PY" "$ROOT/bench/trainer/dqn_torch.py" --seconds "${SECONDS_PER_SIDE:-3}" >"$OUT/py.json"
+
+"$PY" - "$OUT" <<'PYEOF'
+import json, os, sys
+d = sys.argv[1]
+cpp = {b["name"]: b for b in json.load(open(os.path.join(d, "cpp.json")))["benchmarks"]}
+py = json.load(open(os.path.join(d, "py.json")))
+def ups(name):  # updates per CPU second
+    b = cpp[name]
+    return 1e9 / (b["cpu_time"] * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]])
+def us(name):
+    b = cpp[name]
+    return b["cpu_time"] * {"ns": 1e-3, "us": 1, "ms": 1e3, "s": 1e6}[b["time_unit"]]
+mark = lambda ok: "PASS" if ok else "MISS"
+fused, lt, torch_ups = ups("BM_DqnUpdateFused"), ups("BM_DqnUpdateLibTorch"), py["updates_per_cpu_s"]
+print(f"PyTorch {py['torch_version']}, batch 64, one thread, process CPU time")
+print(f"updates/s    allot fused {fused:>9.0f}   allot libtorch {lt:>8.0f}   pytorch {torch_ups:>8.0f}")
+print(f"  ratio fused/pytorch {fused / torch_ups:6.1f}x (target >= 10x) {mark(fused / torch_ups >= 10)}"
+      f"   libtorch/pytorch {lt / torch_ups:5.1f}x")
+g = us("BM_NavigatorGreedy")
+print(f"greedy action  allot {g:8.3f} us   pytorch {py['greedy_us']:8.1f} us   "
+      f"ratio {py['greedy_us'] / g:6.0f}x   (target < 20 us) {mark(g < 20)}")
+PYEOF

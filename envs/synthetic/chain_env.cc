@@ -1,0 +1,144 @@
+#include "envs/synthetic/chain_env.h"
+
+#include <chrono>
+#include <cstddef>
+#include <random>
+#include <span>
+
+#include "core/config/binder.h"
+#include "core/config/node.h"
+
+namespace allot::envs {
+namespace {
+
+constexpr const char* kBlockNames[] = {"reason", "decompose", "debate", "refine", "terminate"};
+
+void CopyState(const ChainMdp::State& s, google::protobuf::RepeatedField<float>* out) {
+  out->Reserve(static_cast<int>(s.size()));
+  for (float x : s) out->Add(x);
+}
+
+}  // namespace
+
+std::string ChainEnvConfigText(const ChainMdpConfig& c) {
+  std::string seq;
+  for (size_t i = 0; i < c.sequence.size(); ++i) {
+    seq += (i ? ", " : "") + std::to_string(c.sequence[i]);
+  }
+  // %.17g keeps the doubles exact across the wire.
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "{\"terminate_action\": %d, \"max_steps\": %d, \"step_reward\": %.17g, "
+                "\"final_reward\": %.17g, ",
+                c.terminate_action, c.max_steps, c.step_reward, c.final_reward);
+  return std::string(buf) + "\"sequence\": [" + seq + "]}";
+}
+
+Result<std::unique_ptr<ChainEnv>> ChainEnv::Create(const std::string& env_config) {
+  ChainMdpConfig config;
+  if (!env_config.empty()) {
+    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(env_config, "env_config"));
+    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
+  }
+  for (int64_t a : config.sequence) {
+    if (a < 0 || a >= ChainMdp::kNumActions || a == config.terminate_action) {
+      return InvalidArgument("env_config: sequence holds " + std::to_string(a) +
+                             ", which is not a non-terminal block");
+    }
+  }
+  return std::make_unique<ChainEnv>(std::move(config));
+}
+
+Result<std::shared_ptr<const models::NavigatorMlp>> ChainEnv::Navigator(
+    const std::shared_ptr<const rollout::PolicySnapshot>& policy) {
+  if (policy == nullptr || policy->bytes.empty()) {
+    return std::shared_ptr<const models::NavigatorMlp>();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cached_ != nullptr && cached_version_ == policy->version) return cached_;
+  const std::string source = "policy version " + std::to_string(policy->version);
+  if (policy->kind != v1::POLICY_KIND_QNET_WEIGHTS) {
+    return InvalidArgument(source + ": the chain env needs Q-net weights");
+  }
+  ALLOT_ASSIGN_OR_RETURN(
+      models::NavigatorMlp mlp,
+      models::NavigatorMlp::FromSafetensors(
+          std::span<const std::byte>(reinterpret_cast<const std::byte*>(policy->bytes.data()),
+                                     policy->bytes.size()),
+          source));
+  if (mlp.shape().state_dim != ChainMdp::kStateDim ||
+      mlp.shape().num_actions != ChainMdp::kNumActions) {
+    return InvalidArgument(source + ": navigator is not 7 -> 5");
+  }
+  cached_ = std::make_shared<const models::NavigatorMlp>(std::move(mlp));
+  cached_version_ = policy->version;
+  return cached_;
+}
+
+Result<v1::Trajectory> ChainEnv::RunEpisode(const rollout::EpisodeContext& ctx) {
+  const auto started = std::chrono::steady_clock::now();
+  const v1::EpisodeRequest& req = *ctx.request;
+  v1::Trajectory traj;
+  traj.set_policy_version(ctx.policy != nullptr ? ctx.policy->version : 0);
+  auto nav = Navigator(ctx.policy);
+  if (!nav.ok()) {
+    traj.mutable_failure()->set_reason(v1::FAILURE_REASON_ENV_ERROR);
+    traj.mutable_failure()->set_message(nav.status().message());
+    return traj;
+  }
+  const double epsilon =
+      (*nav == nullptr) ? 1.0 : static_cast<double>(req.sampling().temperature());
+  std::mt19937_64 rng(req.seed());
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  std::uniform_int_distribution<int> any(0, ChainMdp::kNumActions - 1);
+
+  ChainMdp mdp(config_);
+  ChainMdp::State state = mdp.Reset();
+  double ret = 0, prm = 0, outcome = 0;
+  std::string blocks;
+  for (bool done = false; !done;) {
+    if (ctx.Cancelled()) {
+      traj.mutable_failure()->set_reason(v1::FAILURE_REASON_CANCELLED);
+      traj.mutable_failure()->set_message("cancelled");
+      break;
+    }
+    // Epsilon-greedy with the learner's epsilon (RLoT Section 3.3).
+    const int action = coin(rng) < epsilon ? any(rng) : (*nav)->Greedy(state);
+    const ChainMdp::Step step = mdp.Act(action);
+    v1::Transition* t = traj.add_transitions();
+    CopyState(state, t->mutable_state());
+    t->set_action(static_cast<uint32_t>(step.applied_action));
+    t->set_reward(step.reward);
+    CopyState(step.next_state, t->mutable_next_state());
+    t->set_done(step.done);
+    t->set_num_actions(ChainMdp::kNumActions);
+    ret += step.reward;
+    (step.done ? outcome : prm) += step.reward;
+    if (!blocks.empty()) blocks += "-";
+    blocks += kBlockNames[step.applied_action];
+    state = step.next_state;
+    done = step.done;
+  }
+  traj.set_reward(ret);
+  auto* r = traj.add_rewards();
+  r->set_name("outcome");
+  r->set_value(outcome);
+  r = traj.add_rewards();
+  r->set_name("prm");
+  r->set_value(prm);
+  (*traj.mutable_info())["blocks"] = blocks;
+  traj.mutable_accounting()->set_latency_ms(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count());
+  return traj;
+}
+
+void RegisterChainEnv(rollout::EnvRegistry& registry) {
+  registry.Register(
+      "chain", [](const std::string& env_config) -> Result<std::unique_ptr<rollout::Env>> {
+        ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<ChainEnv> env, ChainEnv::Create(env_config));
+        return std::unique_ptr<rollout::Env>(std::move(env));
+      });
+}
+
+}  // namespace allot::envs

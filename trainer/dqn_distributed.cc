@@ -1,0 +1,234 @@
+#include "trainer/dqn_distributed.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "core/checkpoint_store.h"
+#include "core/metrics_writer.h"
+#include "core/progress_bar.h"
+#include "envs/synthetic/chain_env.h"
+#include "rollout/dispatcher.h"
+#include "rollout/worker.h"
+#include "trainer/dqn_episode_log.h"
+#include "trainer/dqn_learner.h"
+
+namespace allot::trainer {
+namespace {
+
+// SplitMix64: independent episode seeds from (run seed, episode number).
+uint64_t EpisodeSeed(uint64_t seed, uint64_t n) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+Result<Transition> FromProto(const v1::Transition& p, int state_dim, const std::string& where) {
+  Transition t;
+  t.state.assign(p.state().begin(), p.state().end());
+  t.next_state.assign(p.next_state().begin(), p.next_state().end());
+  if (t.next_state.empty() && p.done()) t.next_state.assign(t.state.size(), 0.0f);
+  if (t.state.size() != static_cast<size_t>(state_dim) || t.next_state.size() != t.state.size()) {
+    return InvalidArgument(where + ": transition state has " + std::to_string(t.state.size()) +
+                           " features, dqn.state_dim is " + std::to_string(state_dim));
+  }
+  t.action = static_cast<int>(p.action());
+  t.reward = p.reward();
+  t.done = p.done();
+  return t;
+}
+
+}  // namespace
+
+DistributedDqnTrainer::DistributedDqnTrainer(DqnRunOptions options, rollout::RolloutConfig rollout)
+    : options_(std::move(options)),
+      rollout_(std::move(rollout)),
+      learner_(std::make_unique<DqnLearner>(options_.dqn, options_.seed)),
+      registry_(std::make_unique<rollout::EnvRegistry>()) {
+  if (rollout_.in_process_workers == 0 && rollout_.dispatcher.workers.empty()) {
+    rollout_.in_process_workers = kDefaultActors;
+  }
+  // Off-policy learning: transitions from older navigators are as good as any (Ape-X).
+  rollout_.dispatcher.max_policy_lag = -1;
+  envs::RegisterChainEnv(*registry_);
+}
+
+DistributedDqnTrainer::~DistributedDqnTrainer() = default;
+
+Result<int64_t> DistributedDqnTrainer::Resume() {
+  if (options_.checkpoint_dir.empty()) return int64_t{0};
+  CheckpointStore store(options_.checkpoint_dir, options_.keep_last);
+  if (store.Steps().empty()) return int64_t{0};
+  auto latest = store.LoadLatest();
+  if (!latest.ok()) {
+    return latest.status().Annotate("resume: every checkpoint failed verification");
+  }
+  ALLOT_RETURN_IF_ERROR(learner_->Load(latest->path));
+  spdlog::info("resumed from {} (episode {})", latest->path, learner_->episodes());
+  return learner_->episodes();
+}
+
+Status DistributedDqnTrainer::SaveCheckpoint() {
+  CheckpointStore store(options_.checkpoint_dir, options_.keep_last);
+  return store
+      .Save(learner_->episodes(), [&](const std::string& dir) { return learner_->Save(dir); })
+      .status();
+}
+
+Status DistributedDqnTrainer::Publish(rollout::Dispatcher& dispatcher) {
+  // Versions follow the update count, so they keep rising across a learner restart and
+  // workers that outlived it accept the resumed learner's weights.
+  const uint64_t version = static_cast<uint64_t>(learner_->updates()) + 1;
+  if (version <= last_version_) return Status::Ok();
+  rollout::PolicySnapshot snapshot;
+  snapshot.version = version;
+  snapshot.kind = v1::POLICY_KIND_QNET_WEIGHTS;
+  ALLOT_ASSIGN_OR_RETURN(snapshot.bytes, learner_->OnlineWeights());
+  ALLOT_RETURN_IF_ERROR(dispatcher.PublishPolicy(std::move(snapshot)));
+  last_version_ = version;
+  ++publications_;
+  return Status::Ok();
+}
+
+Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, ProgressBar* progress) {
+  const DqnConfig& dqn = options_.dqn;
+  const int actors = rollout_.in_process_workers;
+  publications_ = failed_episodes_ = 0;
+  last_version_ = 0;
+  worker_ids_.clear();
+
+  std::vector<std::unique_ptr<rollout::WorkerServer>> servers;
+  rollout::WorkerConfig wc = rollout_.worker;
+  wc.metrics_listen = "";  // in-process workers report through the learner
+  wc.capacity = std::max(wc.capacity, dqn.episodes_in_flight);
+  // Chain episodes are microseconds of work: a thread or two per actor is plenty.
+  wc.threads = std::min(wc.threads, std::max(1, dqn.episodes_in_flight / std::max(1, actors)));
+  for (int i = 0; i < actors; ++i) {
+    wc.worker_id = "actor-" + std::to_string(i);
+    ALLOT_ASSIGN_OR_RETURN(auto server,
+                           rollout::WorkerServer::Start(wc, registry_.get(), /*in_process=*/true));
+    servers.push_back(std::move(server));
+  }
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::Dispatcher> dispatcher,
+                         rollout::Dispatcher::Create(rollout_.dispatcher));
+  for (size_t i = 0; i < servers.size(); ++i) {
+    dispatcher->AddChannel(servers[i]->InProcessChannel(), "actor-" + std::to_string(i));
+  }
+  auto shutdown = [&] {
+    dispatcher->Shutdown();
+    for (auto& s : servers) s->Shutdown();
+  };
+  Status published = Publish(*dispatcher);
+  if (!published.ok()) {
+    shutdown();
+    return published;
+  }
+
+  const std::string env_config = envs::ChainEnvConfigText(options_.env);
+  const int64_t start_episode = learner_->episodes();
+  // Ids are unique within the run and across restarts: remote workers that outlived an earlier
+  // learner may still resend its trajectories, which must not pass for this run's episodes.
+  const std::string id_prefix =
+      "dqn-" + std::to_string(std::random_device{}()) + "-" + std::to_string(start_episode) + "-";
+  uint64_t next_id = 0;
+  int64_t outstanding = 0;
+  int consecutive_failures = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  DqnEpisodeLog log;
+  Status status = Status::Ok();
+
+  if (progress != nullptr) progress->Start(learner_->episodes());
+  while (status.ok() && learner_->episodes() < options_.total_episodes) {
+    std::vector<v1::EpisodeRequest> batch;
+    while (outstanding < dqn.episodes_in_flight &&
+           learner_->episodes() + outstanding < options_.total_episodes) {
+      v1::EpisodeRequest req;
+      req.set_episode_id(id_prefix + std::to_string(next_id));
+      req.set_env("chain");
+      req.set_env_config(env_config);
+      req.mutable_sampling()->set_temperature(static_cast<float>(learner_->epsilon()));
+      req.set_seed(EpisodeSeed(options_.seed, static_cast<uint64_t>(start_episode) + next_id));
+      ++next_id;
+      ++outstanding;
+      batch.push_back(std::move(req));
+    }
+    if (!batch.empty()) {
+      status = dispatcher->Submit(std::move(batch));
+      if (!status.ok()) break;
+    }
+    auto finished = dispatcher->Next(std::chrono::milliseconds(200));
+    if (!finished.has_value()) {
+      if (std::chrono::steady_clock::now() - last_progress > idle_timeout_) {
+        status = DeadlineExceeded(
+            "dqn.distributed: no episode finished in " + std::to_string(idle_timeout_.count()) +
+            " ms (workers: " + std::to_string(dispatcher->stats().workers_connected) +
+            " connected)");
+      }
+      continue;
+    }
+    last_progress = std::chrono::steady_clock::now();
+    --outstanding;
+    const v1::Trajectory& traj = finished->trajectory;
+    if (traj.failure().reason() != v1::FAILURE_REASON_NONE) {
+      ++failed_episodes_;
+      if (++consecutive_failures >= 100) {
+        status = Unavailable("dqn.distributed: 100 episodes failed in a row; last from " +
+                             finished->worker + ": " + traj.failure().message());
+      }
+      continue;  // the loop submits a replacement
+    }
+    consecutive_failures = 0;
+    if (std::find(worker_ids_.begin(), worker_ids_.end(), traj.worker_id()) == worker_ids_.end()) {
+      worker_ids_.push_back(traj.worker_id());
+    }
+    const std::string where = "episode " + traj.episode_id() + " from " + finished->worker;
+    for (const v1::Transition& p : traj.transitions()) {
+      auto t = FromProto(p, dqn.state_dim, where);
+      if (!t.ok()) {
+        status = t.status();
+        break;
+      }
+      status = learner_->Observe(*t);
+      if (!status.ok()) break;
+      log.AddStep(t->action, t->reward, t->done);
+      // RLoT: one update per env step once replay is full.
+      if (auto u = learner_->MaybeUpdate()) {
+        log.AddUpdate(*u);
+        if (learner_->updates() % dqn.publish_every == 0) {
+          status = Publish(*dispatcher);
+          if (!status.ok()) break;
+        }
+      }
+    }
+    if (!status.ok()) break;
+    learner_->AdvanceEpsilon(traj.transitions_size());
+    learner_->EndEpisode();
+    log.EndEpisode(traj.reward(), traj.transitions_size());
+
+    const int64_t episode = learner_->episodes();
+    if (metrics != nullptr && episode % options_.log_every == 0) {
+      status = log.Flush(*metrics, *learner_, episode);
+    }
+    if (progress != nullptr) progress->Update(episode, log.RecentMeanReturn());
+    if (status.ok() && !options_.checkpoint_dir.empty() &&
+        episode % options_.checkpoint_every == 0) {
+      status = SaveCheckpoint();
+    }
+  }
+  if (progress != nullptr) progress->Finish();
+  shutdown();
+  ALLOT_RETURN_IF_ERROR(status);
+
+  DqnRunSummary summary;
+  summary.episodes = learner_->episodes();
+  summary.mean_return_last_100 = log.RecentMeanReturn();
+  std::vector<int> actions;
+  summary.greedy_return = GreedyChainReturn(options_.env, learner_->actor(), &actions);
+  for (int a : actions) ++summary.greedy_actions[static_cast<size_t>(a) % 5];
+  return summary;
+}
+
+}  // namespace allot::trainer

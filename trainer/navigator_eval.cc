@@ -1,0 +1,194 @@
+#include "trainer/navigator_eval.h"
+
+#include <algorithm>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "trainer/navigator_weights.h"
+
+namespace allot::trainer {
+namespace {
+
+const char* TitleBlock(int a) {
+  static const char* kBlocks[] = {"Reason", "Decompose", "Debate", "Refine", "Terminate"};
+  return a >= 0 && a < 5 ? kBlocks[a] : "Other";
+}
+
+struct Trail {
+  std::vector<int> actions;  // applied
+  double ret = 0;
+};
+
+Trail RunTrail(const models::NavigatorMlp& nav, const envs::ChainMdpConfig& config, double epsilon,
+               std::mt19937_64& rng) {
+  envs::ChainMdp env(config);
+  auto s = env.Reset();
+  std::uniform_real_distribution<double> coin(0, 1);
+  std::uniform_int_distribution<int> any(0, envs::ChainMdp::kNumActions - 1);
+  Trail t;
+  for (int i = 0; i < 64; ++i) {
+    const int a = (epsilon > 0 && coin(rng) < epsilon) ? any(rng) : nav.Greedy(s);
+    auto step = env.Act(a);
+    t.actions.push_back(step.applied_action);
+    t.ret += step.reward;
+    s = step.next_state;
+    if (step.done) break;
+  }
+  return t;
+}
+
+std::string Encode(const std::vector<int>& actions, int terminate) {
+  std::string out;
+  for (int a : actions) {
+    if (a != terminate) out += static_cast<char>('1' + a);
+  }
+  return out.empty() ? "9" : out;  // "9": terminated at once
+}
+
+}  // namespace
+
+rewards::VoteResult SelfConsistentAnswer(int trails, const std::function<std::string(int)>& trail,
+                                         const rewards::EquivalenceOptions& options) {
+  std::vector<std::string> answers;
+  for (int i = 0; i < trails; ++i) answers.push_back(trail(i));
+  return rewards::MajorityVote(answers, options);
+}
+
+std::string BlockPattern(const std::vector<int>& actions) {
+  std::string out;
+  for (int a : actions) {
+    if (a == 4) continue;
+    if (!out.empty()) out += "-";
+    out += TitleBlock(a);
+  }
+  return out;
+}
+
+NavigatorEvalReport EvaluateNavigatorOnChain(const models::NavigatorMlp& nav,
+                                             const envs::ChainMdpConfig& config,
+                                             const NavigatorEvalOptions& options) {
+  NavigatorEvalReport r;
+  r.episodes = options.episodes;
+  r.trails = std::max(1, options.trails);
+  r.optimal_return = envs::ChainMdp(config).OptimalReturn();
+  std::vector<int> optimal(config.sequence.begin(), config.sequence.end());
+  optimal.push_back(config.terminate_action);
+  const std::string correct = Encode(optimal, config.terminate_action);
+  std::mt19937_64 rng(options.seed);
+  int64_t trails_total = 0, trails_correct = 0, voted_correct = 0, steps = 0;
+  for (int e = 0; e < r.episodes; ++e) {
+    auto vote = SelfConsistentAnswer(r.trails, [&](int) {
+      Trail t = RunTrail(nav, config, options.epsilon, rng);
+      ++trails_total;
+      r.mean_return += t.ret;
+      steps += static_cast<int64_t>(t.actions.size());
+      for (int a : t.actions) ++r.action_histogram[static_cast<size_t>(a) % 5];
+      std::vector<int> blocks;
+      for (int a : t.actions) {
+        if (a != config.terminate_action) blocks.push_back(a);
+      }
+      if (!blocks.empty()) ++r.patterns[static_cast<int>(blocks.size())][BlockPattern(blocks)];
+      const std::string answer = Encode(t.actions, config.terminate_action);
+      if (answer == correct) ++trails_correct;
+      return answer;
+    });
+    if (vote.found && vote.answer == correct) ++voted_correct;
+  }
+  if (trails_total > 0) {
+    r.mean_return /= static_cast<double>(trails_total);
+    r.trail_accuracy = static_cast<double>(trails_correct) / static_cast<double>(trails_total);
+    r.mean_steps = static_cast<double>(steps) / static_cast<double>(trails_total);
+  }
+  if (r.episodes > 0) r.voted_accuracy = static_cast<double>(voted_correct) / r.episodes;
+  return r;
+}
+
+namespace {
+
+std::vector<std::pair<std::string, int64_t>> Top(const std::map<std::string, int64_t>& m, int k) {
+  std::vector<std::pair<std::string, int64_t>> v(m.begin(), m.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (static_cast<int>(v.size()) > k) v.resize(static_cast<size_t>(k));
+  return v;
+}
+
+}  // namespace
+
+std::string FormatEvalReport(const NavigatorEvalReport& r) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << "episodes: " << r.episodes << " x " << r.trails << " trails\n"
+    << "mean return: " << r.mean_return << " (optimal " << r.optimal_return << ")\n"
+    << "trail accuracy: " << r.trail_accuracy << "\n"
+    << "self-consistent accuracy: " << r.voted_accuracy << "\n"
+    << "mean steps: " << r.mean_steps << "\n"
+    << "actions:";
+  for (int a = 0; a < 5; ++a)
+    o << " " << TitleBlock(a) << "=" << r.action_histogram[static_cast<size_t>(a)];
+  o << "\n";
+  // RLoT Table 5: the major k-step patterns.
+  for (const auto& [len, counts] : r.patterns) {
+    o << "major " << len << "-step pattern:";
+    for (const auto& [p, n] : Top(counts, 2)) o << " " << p << " (" << n << ")";
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string EvalReportJson(const NavigatorEvalReport& r) {
+  nlohmann::ordered_json j;
+  j["episodes"] = r.episodes;
+  j["trails"] = r.trails;
+  j["mean_return"] = r.mean_return;
+  j["optimal_return"] = r.optimal_return;
+  j["trail_accuracy"] = r.trail_accuracy;
+  j["self_consistent_accuracy"] = r.voted_accuracy;
+  j["mean_steps"] = r.mean_steps;
+  nlohmann::ordered_json actions = nlohmann::ordered_json::object();
+  for (int a = 0; a < 5; ++a) actions[TitleBlock(a)] = r.action_histogram[static_cast<size_t>(a)];
+  j["actions"] = actions;
+  nlohmann::ordered_json patterns = nlohmann::ordered_json::object();
+  for (const auto& [len, counts] : r.patterns) patterns[std::to_string(len)] = counts;
+  j["patterns"] = patterns;
+  return j.dump(2) + "\n";
+}
+
+int RunNavigatorEval(const std::string& run_dir_or_checkpoint, const envs::ChainMdpConfig& env,
+                     const NavigatorEvalOptions& options, const std::string& json_out) {
+  auto weights = LoadNavigatorWeights(run_dir_or_checkpoint);
+  if (!weights.ok()) {
+    std::cerr << "allot eval: " << weights.status().message() << "\n";
+    return 1;
+  }
+  auto nav = weights->Mlp();
+  if (!nav.ok()) {
+    std::cerr << "allot eval: " << nav.status().message() << "\n";
+    return 1;
+  }
+  if (nav->shape().state_dim != envs::ChainMdp::kStateDim ||
+      nav->shape().num_actions != envs::ChainMdp::kNumActions) {
+    std::cerr << "allot eval: " << weights->source << ": the chain env needs a 7 -> 5 navigator\n";
+    return 1;
+  }
+  if (options.episodes < 1 || options.trails < 1) {
+    std::cerr << "allot eval: episodes and trails must be >= 1\n";
+    return 1;
+  }
+  NavigatorEvalReport report = EvaluateNavigatorOnChain(*nav, env, options);
+  std::cout << "navigator: " << weights->source << "\n" << FormatEvalReport(report);
+  if (!json_out.empty()) {
+    Status s = WriteFileAtomic(json_out, EvalReportJson(report));
+    if (!s.ok()) {
+      std::cerr << "allot eval: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace allot::trainer
