@@ -9,13 +9,6 @@
 #include "rewards/answer_extractor.h"
 #include "rewards/grader.h"
 
-// CLN (GiNaC's number library) keeps a few bytes of global state that LeakSanitizer reports
-// at exit. GiNaC leaks the node under construction when its own evaluation throws (a pole met
-// while substituting a point); math_expr.cc refuses the poles it can see before GiNaC does.
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libcln.so\nleak:libginac.so\n";
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace allot::rewards;
   std::string_view input(reinterpret_cast<const char*>(data), size);
