@@ -475,6 +475,10 @@ void CausalLMImpl::DetachLora() {
   for (auto& site : sites_) site.linear->DetachLora();
 }
 
+void CausalLMImpl::MergeLora() {
+  for (auto& site : sites_) site.linear->MergeAndDetach();
+}
+
 bool CausalLMImpl::has_lora() const {
   return std::any_of(sites_.begin(), sites_.end(),
                      [](const LinearSite& s) { return s.linear->has_lora(); });

@@ -126,6 +126,8 @@ class CausalLMImpl : public torch::nn::Module {
   Status AttachLora(const LoraSpec& spec, const std::vector<std::string>& target_kinds,
                     uint64_t seed = 0);
   void DetachLora();
+  // Folds the adapter into the base weights (W += s B A) and removes it, e.g. before serving.
+  void MergeLora();
   bool has_lora() const;
   void SetLoraEnabled(bool enabled);
   std::vector<at::Tensor> LoraParameters() const;

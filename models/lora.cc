@@ -27,7 +27,7 @@ LoraLinearImpl::LoraLinearImpl(int64_t in_features, int64_t out_features, bool w
 at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
   at::Tensor y = torch::linear(x, weight, bias);
   if (!has_lora() || !lora_enabled_) return y;
-  at::Tensor h = x.to(torch::kFloat);
+  at::Tensor h = x.to(lora_A.scalar_type());
   if (spec_.dropout > 0.0) h = torch::dropout(h, spec_.dropout, is_training());
   at::Tensor delta = torch::linear(torch::linear(h, lora_A), lora_B) * spec_.scaling();
   return y + delta.to(y.scalar_type());

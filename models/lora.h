@@ -3,7 +3,7 @@
 //
 // LoraLinear is a linear layer that can carry one adapter. The adapter can be switched off,
 // so the base model (the GRPO reference policy) costs no second copy of the weights. As in
-// PEFT, A and B are kept in float32 whatever the base dtype; x is cast to float32 for the
+// PEFT, A and B are kept in float32 whatever the base dtype; x is cast to their dtype for the
 // adapter path and the result cast back.
 #pragma once
 

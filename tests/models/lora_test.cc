@@ -143,7 +143,7 @@ TEST_F(LoraTest, MergedExportEqualsAdapterAtRunTime) {
   torch::NoGradGuard g;
   EXPECT_LT(MaxDiff(merged->forward(ids_), with_adapter), 1e-4f);
   // In place as well.
-  for (LinearSite site : model_->linear_sites()) site.linear->MergeAndDetach();
+  model_->MergeLora();
   EXPECT_FALSE(model_->has_lora());
   EXPECT_LT(MaxDiff(Logits(), with_adapter), 1e-4f);
 }
@@ -219,6 +219,22 @@ TEST_F(LoraTest, LoadAdapterErrorsNameFileAndTensor) {
   ASSERT_FALSE(no_r.ok());
   EXPECT_NE(no_r.status().message().find("'r'"), std::string::npos);
   EXPECT_FALSE(LoadAdapter(*fresh, "/nonexistent/adapter").ok());
+}
+
+TEST_F(LoraTest, Bfloat16BaseKeepsFloat32Adapter) {
+  auto m = CausalLMImpl::Load(dir_, {.dtype = "bfloat16"});
+  ASSERT_TRUE(m.ok());
+  (*m)->eval();
+  torch::NoGradGuard g;
+  at::Tensor base = (*m)->forward(ids_);
+  ASSERT_TRUE((*m)->AttachLora(kSpec, kAll).ok());
+  EXPECT_EQ((*m)->LoraParameters()[0].scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal((*m)->forward(ids_), base));
+  Randomise(**m, 6);
+  at::Tensor adapted = (*m)->forward(ids_);
+  EXPECT_GT(MaxDiff(adapted, base), 1e-2f);
+  (*m)->SetLoraEnabled(false);
+  EXPECT_TRUE(torch::equal((*m)->forward(ids_), base));
 }
 
 TEST_F(LoraTest, ApplyLoraConfigFreshOrFromDirectory) {
