@@ -14,6 +14,7 @@
 #include "envs/synthetic/chain_mdp.h"
 #include "envs/tools/rstkit.h"
 #include "llm/endpoint_config.h"
+#include "models/model_config.h"
 #include "rewards/composed_reward.h"
 #include "rollout/config.h"
 #include "trainer/dqn_config.h"
@@ -41,6 +42,7 @@ struct AllotConfig {
   trainer::TrainerConfig trainer;
   trainer::DqnConfig dqn;
   trainer::GrpoConfig grpo;
+  models::ModelConfig model;
   EnvSection env;
   std::vector<llm::EndpointConfig> endpoints;
   llm::GpuProfile gpu;
@@ -58,6 +60,7 @@ struct AllotConfig {
     v.Field("trainer", trainer);
     v.Field("dqn", dqn);
     v.Field("grpo", grpo);
+    v.Field("model", model, {.doc = "the local policy model (HF directory) for GRPO/SFT"});
     v.Field("env", env);
     v.Field("endpoints", endpoints, {.doc = "LLM endpoints by logical name (OpenAI-compatible)"});
     v.Field("gpu", gpu, {.doc = "GPU profile for energy estimates (R2-Reasoner: A100 SXM)"});

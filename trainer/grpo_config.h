@@ -5,49 +5,27 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/config/schema.h"
+#include "models/model_config.h"
 
 namespace allot::trainer {
 
-struct LoraSection {
-  int r = 16;  // CogER: r = 16
-  double alpha = 32;
-  double dropout = 0.05;
-  bool rslora = false;  // scale alpha / sqrt(r) instead of alpha / r
-  std::vector<std::string> target_modules = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                             "gate_proj", "up_proj", "down_proj"};
-
-  void Describe(config::Visitor& v) {
-    v.Field("r", r, {.doc = "LoRA rank", .min = 1.0, .max = 4096.0});
-    v.Field("alpha", alpha, {.doc = "LoRA alpha", .min = 0.0});
-    v.Field("dropout", dropout, {.min = 0.0, .max = 1.0});
-    v.Field("rslora", rslora, {.doc = "rank-stabilised scaling alpha/sqrt(r)"});
-    v.Field(
-        "target_modules", target_modules,
-        {.doc = "projections that get adapters",
-         .choices = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}});
-  }
-};
-
 struct GrpoConfig {
   std::string policy_endpoint = "policy";  // endpoints[].name serving the policy being trained
-  std::string base_model;                  // HF directory of the policy's base weights
   int group_size = 12;                     // CogER: G = 12
   int prompts_per_step = 1;
-  int grad_accum = 4;    // CogER: 4
-  double lr = 5e-5;      // CogER: 5e-5
-  double kl_coef = 0.0;  // DeepTool: 0
+  int grad_accum = 4;                      // CogER: 4
+  double lr = 5e-5;                        // CogER: 5e-5
+  double kl_coef = 0.0;                    // DeepTool: 0
   double clip_eps = 0.2;
   double temperature = 1.0;
-  int max_tokens = 8192;   // CogER: 8192
-  int max_policy_lag = 1;  // staleness bound for rollouts
-  LoraSection lora;
+  int max_tokens = 8192;                   // CogER: 8192
+  int max_policy_lag = 1;                  // staleness bound for rollouts
+  models::LoraConfig lora;                 // CogER: r = 16
 
   void Describe(config::Visitor& v) {
     v.Field("policy_endpoint", policy_endpoint, {.doc = "endpoint that serves the policy"});
-    v.Field("base_model", base_model, {.doc = "HF directory of the base model"});
     v.Field("group_size", group_size, {.doc = "samples per prompt (G)", .min = 2.0});
     v.Field("prompts_per_step", prompts_per_step, {.min = 1.0});
     v.Field("grad_accum", grad_accum, {.doc = "gradient accumulation steps", .min = 1.0});
