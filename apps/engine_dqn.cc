@@ -1,4 +1,5 @@
-// The dqn engine: trains the RLoT navigator in one process (learner and env together).
+// The dqn engine: trains the RLoT navigator, in one process (learner and env together), or
+// actor/learner style over rollout workers when dqn.distributed is set.
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
@@ -9,10 +10,62 @@
 #include "core/atomic_file.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "trainer/dqn_distributed.h"
 #include "trainer/dqn_learner.h"
 #include "trainer/dqn_trainer.h"
 
 namespace allot::apps {
+
+namespace {
+
+// The trained navigator, in the format rollout workers and `allot export` use.
+int Finish(RunContext& ctx, const trainer::DqnRunOptions& options, trainer::DqnLearner& learner,
+           const trainer::DqnRunSummary& summary) {
+  auto weights = learner.OnlineWeights();
+  const std::string out = ctx.run.path() + "/navigator.safetensors";
+  if (!weights.ok() || !WriteFileAtomic(out, *weights).ok()) {
+    std::cerr << "allot: could not write " << out << "\n";
+    return kExitError;
+  }
+  envs::ChainMdp probe(options.env);
+  spdlog::info("done: {} episodes, mean return (last 100) {:.3f}, greedy return {:.3f} of {:.3f}",
+               summary.episodes, summary.mean_return_last_100, summary.greedy_return,
+               probe.OptimalReturn());
+  spdlog::info("navigator weights: {}; metrics: {}", out, ctx.run.metrics_path());
+  return kExitOk;
+}
+
+int RunDistributed(RunContext& ctx, const trainer::DqnRunOptions& options) {
+  const AllotConfig& cfg = ctx.loaded.config;
+  trainer::DistributedDqnTrainer trainer(options, cfg.rollout);
+  if (ctx.resume) {
+    auto at = trainer.Resume();
+    if (!at.ok()) {
+      std::cerr << "allot resume: " << at.status().message() << "\n";
+      return kExitError;
+    }
+  }
+  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
+                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
+  if (!metrics.ok()) {
+    std::cerr << "allot: " << metrics.status().message() << "\n";
+    return kExitError;
+  }
+  std::unique_ptr<ProgressBar> bar;
+  if (cfg.logging.progress_bar) {
+    bar = std::make_unique<ProgressBar>(options.total_episodes, "dqn episodes", stderr);
+  }
+  auto summary = trainer.Run(metrics->get(), bar.get());
+  if (!summary.ok()) {
+    std::cerr << "allot: " << summary.status().message() << "\n";
+    return kExitError;
+  }
+  spdlog::info("actor/learner: {} weight publications, {} failed episodes", trainer.publications(),
+               trainer.failed_episodes());
+  return Finish(ctx, options, trainer.learner(), *summary);
+}
+
+}  // namespace
 
 int RunDqnEngine(RunContext& ctx) {
   const AllotConfig& cfg = ctx.loaded.config;
@@ -34,6 +87,7 @@ int RunDqnEngine(RunContext& ctx) {
     return kExitError;
   }
 
+  if (options.dqn.distributed) return RunDistributed(ctx, options);
   trainer::DqnTrainer trainer(options);
   if (ctx.resume) {
     auto at = trainer.Resume();
@@ -57,19 +111,7 @@ int RunDqnEngine(RunContext& ctx) {
     std::cerr << "allot: " << summary.status().message() << "\n";
     return kExitError;
   }
-  // The trained navigator, in the format rollout workers and `allot export` use.
-  auto weights = trainer.learner().OnlineWeights();
-  const std::string out = ctx.run.path() + "/navigator.safetensors";
-  if (!weights.ok() || !WriteFileAtomic(out, *weights).ok()) {
-    std::cerr << "allot: could not write " << out << "\n";
-    return kExitError;
-  }
-  envs::ChainMdp probe(options.env);
-  spdlog::info("done: {} episodes, mean return (last 100) {:.3f}, greedy return {:.3f} of {:.3f}",
-               summary->episodes, summary->mean_return_last_100, summary->greedy_return,
-               probe.OptimalReturn());
-  spdlog::info("navigator weights: {}; metrics: {}", out, ctx.run.metrics_path());
-  return kExitOk;
+  return Finish(ctx, options, trainer.learner(), *summary);
 }
 
 }  // namespace allot::apps
