@@ -47,7 +47,7 @@ struct DqnConfig {
 
   // The update itself: hand-fused forward/backward + Adam for the dueling MLP (same maths as
   // the LibTorch path, tested to agree), or LibTorch autograd.
-  bool fused_update = false;
+  bool fused_update = true;
 
   void Describe(config::Visitor& v) {
     v.Field("state_dim", state_dim,
