@@ -30,7 +30,7 @@ trap 'rm -rf "$OUT"' EXIT
 "$PY" - "$OUT" <<'PYEOF'
 import json, os, sys
 d = sys.argv[1]
-cpp = {b["name"]: b for b in json.load(open(os.path.join(d, "cpp.json")))["benchmarks"]}
+cpp = {b["name"].split("/")[0]: b for b in json.load(open(os.path.join(d, "cpp.json")))["benchmarks"]}
 py = json.load(open(os.path.join(d, "py.json")))
 def ups(name):  # updates per CPU second
     b = cpp[name]
