@@ -76,7 +76,7 @@ struct AllotConfig {
 struct LoadedConfig {
   AllotConfig config;
   std::map<std::string, std::string> secret_paths;  // values from ${ENV}: printed as ${VAR}
-  std::string source;                  // the file it came from
+  std::string source;                               // the file it came from
 };
 
 // Loads a recipe file, applies `--set` overrides, binds and validates.

@@ -1,6 +1,6 @@
 // allot train | resume | sft | eval | export
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -10,6 +10,8 @@
 #include "apps/engines.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
+#include "trainer/navigator_eval.h"
+#include "trainer/navigator_export.h"
 
 namespace allot::apps {
 namespace {
@@ -76,6 +78,37 @@ int Resume(const ResumeArgs& a) {
   return StartRun("resume", *loaded, /*resume=*/true);
 }
 
+// A run name under output_dir, or a path as given (run directory, checkpoint, weights file).
+std::string ResolveRun(const std::string& run, const std::string& output_dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(run, ec)) return run;
+  return (std::filesystem::path(output_dir) / run).string();
+}
+
+struct EvalArgs {
+  std::string run;
+  std::string output_dir = "runs";
+  std::string config;
+  std::string json;
+  trainer::NavigatorEvalOptions options;
+};
+
+int Eval(const EvalArgs& a) {
+  const std::string run = ResolveRun(a.run, a.output_dir);
+  // The env the navigator is evaluated in: --config, else the run's own resolved config.
+  std::string config = a.config;
+  const std::string own = (std::filesystem::path(run) / "config.yaml").string();
+  if (config.empty() && std::filesystem::exists(own)) config = own;
+  AllotConfig defaults;
+  envs::ChainMdpConfig env = defaults.env.chain;
+  if (!config.empty()) {
+    auto loaded = LoadConfig(config, {});
+    if (!loaded.ok()) return Fail("eval", loaded.status());
+    env = loaded->config.env.chain;
+  }
+  return trainer::RunNavigatorEval(run, env, a.options, a.json);
+}
+
 }  // namespace
 
 int NotLanded(const char* command, const char* what) {
@@ -92,7 +125,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::ExistingFile);
   t->add_option("--set", train->overrides, "dotted override, e.g. --set trainer.total_steps=10");
   t->add_option("--name", train->name, "run name (shortcut for --set run.name=NAME)");
-  t->add_option("--nproc", train->nproc, "learner processes on this host")->check(CLI::PositiveNumber);
+  t->add_option("--nproc", train->nproc, "learner processes on this host")
+      ->check(CLI::PositiveNumber);
   t->callback([=] { *exit_code = Train(*train); });
 
   auto resume = std::make_shared<ResumeArgs>();
@@ -107,14 +141,42 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   sft->add_option("-c,--config", *sink, "recipe YAML");
   sft->callback([=] { *exit_code = NotLanded("sft", "the SFT trainer"); });
 
-  CLI::App* eval = app.add_subcommand("eval", "Evaluate a trained policy over a dataset");
-  eval->add_option("run", *sink, "run name or export directory");
-  eval->callback([=] { *exit_code = NotLanded("eval", "policy evaluation"); });
+  auto ev = std::make_shared<EvalArgs>();
+  CLI::App* eval = app.add_subcommand(
+      "eval", "Run the trained navigator greedily with RLoT's self-consistency voting");
+  eval->add_option("run", ev->run, "run name, run directory, checkpoint or weights file")
+      ->required();
+  eval->add_option("--output-dir", ev->output_dir, "where run directories live");
+  eval->add_option("-c,--config", ev->config, "config for the env (default: the run's own)");
+  eval->add_option("--episodes", ev->options.episodes, "problems")->check(CLI::PositiveNumber);
+  eval->add_option("--trails", ev->options.trails, "trails voted per problem (RLoT: 3)")
+      ->check(CLI::PositiveNumber);
+  eval->add_option("--epsilon", ev->options.epsilon, "0 = greedy")->check(CLI::Range(0.0, 1.0));
+  eval->add_option("--seed", ev->options.seed, "seed for epsilon trails");
+  eval->add_option("--json", ev->json, "also write the report as JSON here");
+  eval->callback([=] { *exit_code = Eval(*ev); });
 
+  struct ExportArgs {
+    std::string run, format = "safetensors", out, output_dir = "runs";
+  };
+  auto ex = std::make_shared<ExportArgs>();
   CLI::App* exp = app.add_subcommand("export", "Export a trained policy for serving");
-  exp->add_option("run", *sink, "run name");
-  exp->add_option("--format", *sink, "peft | onnx | safetensors | hf");
-  exp->callback([=] { *exit_code = NotLanded("export", "policy export"); });
+  exp->add_option("run", ex->run, "run name, run directory, checkpoint or weights file")
+      ->required();
+  exp->add_option("--format", ex->format, "onnx | safetensors (navigator)")
+      ->check(CLI::IsMember({"onnx", "safetensors", "peft", "hf"}));
+  exp->add_option("--out", ex->out, "output directory (default: <run>/exports)");
+  exp->add_option("--output-dir", ex->output_dir, "where run directories live");
+  exp->callback([=] {
+    if (ex->format == "peft" || ex->format == "hf") {
+      *exit_code = NotLanded("export", "PEFT/HF export of LLM policies (the GRPO engine)");
+      return;
+    }
+    const std::string run = ResolveRun(ex->run, ex->output_dir);
+    const std::string out =
+        ex->out.empty() ? (std::filesystem::path(run) / "exports").string() : ex->out;
+    *exit_code = trainer::RunExport(run, ex->format, out);
+  });
 }
 
 }  // namespace allot::apps

@@ -5,6 +5,7 @@
 
 #include "apps/allot_config.h"
 #include "apps/commands.h"
+#include "envs/synthetic/chain_env.h"
 #include "rollout/env.h"
 #include "rollout/worker.h"
 
@@ -29,7 +30,8 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   worker->add_option("-c,--config", wa->config, "recipe YAML (its rollout.worker section)")
       ->check(CLI::ExistingFile);
   worker->add_option("--listen", wa->listen, "host:port (default 127.0.0.1:50051)");
-  worker->add_option("--set", wa->overrides, "dotted override, e.g. --set rollout.worker.threads=4");
+  worker->add_option("--set", wa->overrides,
+                     "dotted override, e.g. --set rollout.worker.threads=4");
   worker->callback([=] {
     LoadedConfig loaded;
     if (!wa->config.empty()) {
@@ -43,6 +45,7 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
     }
     rollout::WorkerConfig cfg = loaded.config.rollout.worker;
     if (!wa->listen.empty()) cfg.listen = wa->listen;
+    envs::RegisterChainEnv(rollout::EnvRegistry::Global());
     Status s = rollout::RunRolloutWorker(cfg, rollout::EnvRegistry::Global());
     if (!s.ok()) {
       std::cerr << "allot rollout-worker: " << s.message() << "\n";

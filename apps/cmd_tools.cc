@@ -33,7 +33,8 @@ void AddToolCommands(CLI::App& app, int* exit_code) {
   g->add_option("--pred", grade->pred, "the model's response")->required();
   g->add_option("--gold", grade->gold, "the reference answer")->required();
   g->add_option("--format", grade->format, "boxed | choice | number | yesno | text");
-  g->callback([=] { *exit_code = rewards::RunGrade(grade->pred, grade->gold, grade->format, std::cout); });
+  g->callback(
+      [=] { *exit_code = rewards::RunGrade(grade->pred, grade->gold, grade->format, std::cout); });
 }
 
 }  // namespace allot::apps

@@ -9,8 +9,8 @@ class App;
 namespace allot::apps {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;       // bad input: config, data, checkpoint
-inline constexpr int kExitNotLanded = 2;   // a subcommand whose engine does not exist yet
+inline constexpr int kExitError = 1;      // bad input: config, data, checkpoint
+inline constexpr int kExitNotLanded = 2;  // a subcommand whose engine does not exist yet
 
 void AddConfigCommands(CLI::App& app, int* exit_code);   // config validate|print|defaults
 void AddRunCommands(CLI::App& app, int* exit_code);      // train, resume, sft, eval, export

@@ -15,14 +15,14 @@ struct GrpoConfig {
   std::string policy_endpoint = "policy";  // endpoints[].name serving the policy being trained
   int group_size = 12;                     // CogER: G = 12
   int prompts_per_step = 1;
-  int grad_accum = 4;                      // CogER: 4
-  double lr = 5e-5;                        // CogER: 5e-5
-  double kl_coef = 0.0;                    // DeepTool: 0
+  int grad_accum = 4;    // CogER: 4
+  double lr = 5e-5;      // CogER: 5e-5
+  double kl_coef = 0.0;  // DeepTool: 0
   double clip_eps = 0.2;
   double temperature = 1.0;
-  int max_tokens = 8192;                   // CogER: 8192
-  int max_policy_lag = 1;                  // staleness bound for rollouts
-  models::LoraConfig lora;                 // CogER: r = 16
+  int max_tokens = 8192;    // CogER: 8192
+  int max_policy_lag = 1;   // staleness bound for rollouts
+  models::LoraConfig lora;  // CogER: r = 16
 
   void Describe(config::Visitor& v) {
     v.Field("policy_endpoint", policy_endpoint, {.doc = "endpoint that serves the policy"});
