@@ -35,9 +35,11 @@ int Finish(RunContext& ctx, const trainer::DqnRunOptions& options, trainer::DqnL
   return kExitOk;
 }
 
-int RunDistributed(RunContext& ctx, const trainer::DqnRunOptions& options) {
+// Resume (when asked), train with metrics and a progress bar, and write the navigator. Both
+// trainers (single-process DqnTrainer, actor/learner DistributedDqnTrainer) have this shape.
+template <typename Trainer>
+int TrainAndFinish(RunContext& ctx, const trainer::DqnRunOptions& options, Trainer& trainer) {
   const AllotConfig& cfg = ctx.loaded.config;
-  trainer::DistributedDqnTrainer trainer(options, cfg.rollout);
   if (ctx.resume) {
     auto at = trainer.Resume();
     if (!at.ok()) {
@@ -60,8 +62,6 @@ int RunDistributed(RunContext& ctx, const trainer::DqnRunOptions& options) {
     std::cerr << "allot: " << summary.status().message() << "\n";
     return kExitError;
   }
-  spdlog::info("actor/learner: {} weight publications, {} failed episodes", trainer.publications(),
-               trainer.failed_episodes());
   return Finish(ctx, options, trainer.learner(), *summary);
 }
 
@@ -87,31 +87,15 @@ int RunDqnEngine(RunContext& ctx) {
     return kExitError;
   }
 
-  if (options.dqn.distributed) return RunDistributed(ctx, options);
+  if (options.dqn.distributed) {
+    trainer::DistributedDqnTrainer trainer(options, cfg.rollout);
+    const int code = TrainAndFinish(ctx, options, trainer);
+    spdlog::info("actor/learner: {} weight publications, {} failed episodes",
+                 trainer.publications(), trainer.failed_episodes());
+    return code;
+  }
   trainer::DqnTrainer trainer(options);
-  if (ctx.resume) {
-    auto at = trainer.Resume();
-    if (!at.ok()) {
-      std::cerr << "allot resume: " << at.status().message() << "\n";
-      return kExitError;
-    }
-  }
-  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
-                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
-  if (!metrics.ok()) {
-    std::cerr << "allot: " << metrics.status().message() << "\n";
-    return kExitError;
-  }
-  std::unique_ptr<ProgressBar> bar;
-  if (cfg.logging.progress_bar) {
-    bar = std::make_unique<ProgressBar>(options.total_episodes, "dqn episodes", stderr);
-  }
-  auto summary = trainer.Run(metrics->get(), bar.get());
-  if (!summary.ok()) {
-    std::cerr << "allot: " << summary.status().message() << "\n";
-    return kExitError;
-  }
-  return Finish(ctx, options, trainer.learner(), *summary);
+  return TrainAndFinish(ctx, options, trainer);
 }
 
 }  // namespace allot::apps
