@@ -137,9 +137,12 @@ void WorkerServer::Shutdown() {
     http_->stop();
     if (http_thread_.joinable()) http_thread_.join();
   }
-  service_->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server_->Wait();
+  // A Start that failed half-way (unreadable PEM, bind error) leaves parts unset.
+  if (service_) service_->Shutdown();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+  }
 }
 
 Status RunRolloutWorker(const WorkerConfig& config) {
