@@ -2,7 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define ALLOT_FUSED_X86 1
+#else
+#define ALLOT_FUSED_X86 0
+#endif
 
 namespace allot::trainer {
 
@@ -26,6 +35,8 @@ struct FusedDqnUpdate::Activations {
 };
 
 namespace {
+
+// ---- Generic path: any shape, scalar loops. ----
 
 // y[b, :] = bias + x[b, :] W^T with W [out, in]. `wt` is scratch for W^T ([in, out]) so that
 // the inner loop runs over contiguous outputs (vectorisable without reassociating sums).
@@ -76,18 +87,260 @@ void DenseBackward(const float* w, const float* x, const float* dy, int batch, i
   }
 }
 
+
+// ---- Fast path: hidden 32, vector kernels over packed weights. ----
+
+constexpr int kFastHidden = 32;
+constexpr int kOut = 8;  // output heads packed: advantages in 0..A-1, the value at A, zeros
+
+size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// Views into 64-byte aligned buffers.
+struct PackedNet {
+  float* w1t;   // [S, H]   trunk, transposed
+  float* b1;    // [H]
+  float* w23t;  // [H, 2H]  advantage hidden | value hidden, transposed
+  float* b23;   // [2H]
+  float* w23;   // [2H, H]  the same, parameter layout (backward)
+  float* wot;   // [2H, 8]  advantage out | value out, transposed, block-diagonal
+  float* bo;    // [8]
+  float* wa;    // [A, H]   advantage out, parameter layout (backward)
+  float* wv;    // [H]      value out (backward)
+};
+
+struct FastActs {
+  float* x;    // [rows, S] scaled input
+  float* h1;   // [rows, H]
+  float* h23;  // [rows, 2H]
+  float* out;  // [rows, 8]
+};
+
+struct BackwardScratch {
+  float* dout;  // [rows, 8]
+  float* dh23;  // [rows, 2H]
+  float* dh1;   // [rows, H]
+  float* dw1t;  // [S, H]
+  float* bsum;  // [2H]
+};
+
+// Zero-initialised, 64-byte aligned floats, carved into 64-byte aligned pieces.
+class AlignedArena {
+ public:
+  void Reset(size_t floats) {
+    const size_t bytes = RoundUp(std::max<size_t>(floats, 1) * sizeof(float), 64);
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    std::memset(data_.get(), 0, bytes);
+    used_ = 0;
+  }
+  float* Take(size_t floats) {
+    float* p = data_.get() + used_;
+    used_ += RoundUp(floats, 16);
+    return p;
+  }
+  static size_t Need(size_t floats) { return RoundUp(floats, 16); }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  size_t used_ = 0;
+};
+
+size_t PackedFloats(int S, int A, int H) {
+  const size_t s = static_cast<size_t>(S), a = static_cast<size_t>(A), h = static_cast<size_t>(H);
+  return AlignedArena::Need(s * h) + AlignedArena::Need(h) + 2 * AlignedArena::Need(2 * h * h) +
+         AlignedArena::Need(2 * h) + AlignedArena::Need(2 * h * kOut) + AlignedArena::Need(kOut) +
+         AlignedArena::Need(a * h) + AlignedArena::Need(h);
+}
+
+PackedNet TakePacked(AlignedArena& arena, int S, int A, int H) {
+  const size_t s = static_cast<size_t>(S), a = static_cast<size_t>(A), h = static_cast<size_t>(H);
+  PackedNet p;
+  p.w1t = arena.Take(s * h);
+  p.b1 = arena.Take(h);
+  p.w23t = arena.Take(2 * h * h);
+  p.b23 = arena.Take(2 * h);
+  p.w23 = arena.Take(2 * h * h);
+  p.wot = arena.Take(2 * h * kOut);
+  p.bo = arena.Take(kOut);
+  p.wa = arena.Take(a * h);
+  p.wv = arena.Take(h);
+  return p;
+}
+
+// Parameters (DuelingQNetImpl order) into the packed layout. Padding entries stay zero.
+void Pack(const ConstDuelingParams& p, int S, int A, int H, const PackedNet& d) {
+  for (int o = 0; o < H; ++o) {
+    for (int i = 0; i < S; ++i) d.w1t[i * H + o] = p[0][o * S + i];
+  }
+  std::memcpy(d.b1, p[1], sizeof(float) * static_cast<size_t>(H));
+  for (int o = 0; o < H; ++o) {
+    for (int i = 0; i < H; ++i) {
+      d.w23t[i * 2 * H + o] = p[2][o * H + i];
+      d.w23t[i * 2 * H + H + o] = p[6][o * H + i];
+    }
+  }
+  std::memcpy(d.b23, p[3], sizeof(float) * static_cast<size_t>(H));
+  std::memcpy(d.b23 + H, p[7], sizeof(float) * static_cast<size_t>(H));
+  std::memcpy(d.w23, p[2], sizeof(float) * static_cast<size_t>(H * H));
+  std::memcpy(d.w23 + H * H, p[6], sizeof(float) * static_cast<size_t>(H * H));
+  for (int j = 0; j < A; ++j) {
+    for (int i = 0; i < H; ++i) d.wot[i * kOut + j] = p[4][j * H + i];
+  }
+  for (int i = 0; i < H; ++i) d.wot[(H + i) * kOut + A] = p[8][i];
+  std::memcpy(d.bo, p[5], sizeof(float) * static_cast<size_t>(A));
+  d.bo[A] = p[9][0];
+  std::memcpy(d.wa, p[4], sizeof(float) * static_cast<size_t>(A * H));
+  std::memcpy(d.wv, p[8], sizeof(float) * static_cast<size_t>(H));
+}
+
+// Q = V + A - mean(A) (Wang et al., 2016) from one packed output row.
+inline float QOf(const float* out, int A, int j) {
+  float mean = 0;
+  for (int k = 0; k < A; ++k) mean += out[k];
+  mean /= static_cast<float>(A);
+  return out[A] + (out[j] - mean);
+}
+
+inline void QRow(const float* out, int A, float* q) {
+  float mean = 0;
+  for (int k = 0; k < A; ++k) mean += out[k];
+  mean /= static_cast<float>(A);
+  for (int j = 0; j < A; ++j) q[j] = out[A] + (out[j] - mean);
+}
+
+struct FastOps {
+  const char* name;
+  void (*forward)(const PackedNet&, int, const FastActs&, int);
+  void (*backward)(const PackedNet&, int, int, const FastActs&, int, const BackwardScratch&,
+                   const DuelingParams&);
+  void (*adam)(float*, const float*, float*, float*, int, float, float, float, float, float,
+               float, float);
+};
+
+namespace portable {
+using V = float __attribute__((vector_size(16)));
+constexpr int kLanes = 4;
+inline V MulAdd(V a, V b, V c) { return a * b + c; }
+inline V Sqrt(V a) {
+#if ALLOT_FUSED_X86
+  return _mm_sqrt_ps(a);
+#else
+  V r;
+  for (int l = 0; l < kLanes; ++l) r[l] = std::sqrt(a[l]);
+  return r;
+#endif
+}
+#include "trainer/fused_dqn_update.inc"
+constexpr FastOps kOps{"sse2", &NetForward<kFastHidden>, &NetBackward<kFastHidden>, &AdamArray};
+}  // namespace portable
+
+#if ALLOT_FUSED_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+using V = float __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+inline V MulAdd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V Sqrt(V a) { return _mm256_sqrt_ps(a); }
+#include "trainer/fused_dqn_update.inc"
+constexpr FastOps kOps{"avx2", &NetForward<kFastHidden>, &NetBackward<kFastHidden>, &AdamArray};
+}  // namespace avx2
+#pragma GCC pop_options
+#endif
+
 }  // namespace
 
-FusedDqnUpdate::FusedDqnUpdate(DuelingShape s)
+struct FusedDqnUpdate::Fast {
+  const FastOps* ops = nullptr;
+  AlignedArena weights;
+  PackedNet online{}, target{};
+  AlignedArena acts;
+  int rows = 0;
+  FastActs cur{}, next{};
+  BackwardScratch bw{};
+  std::vector<float> target_q;  // [B, A]
+  std::vector<float> q_row;
+
+  // Activation buffers for `rows` (a multiple of 8) samples.
+  void Reserve(int new_rows, int S, int H) {
+    if (new_rows <= rows) return;
+    rows = new_rows;
+    const size_t r = static_cast<size_t>(rows), s = static_cast<size_t>(S),
+                 h = static_cast<size_t>(H);
+    const size_t act = AlignedArena::Need(r * s) + AlignedArena::Need(r * h) +
+                       AlignedArena::Need(r * 2 * h) + AlignedArena::Need(r * kOut);
+    acts.Reset(2 * act + AlignedArena::Need(r * kOut) + AlignedArena::Need(r * 2 * h) +
+               AlignedArena::Need(r * h) + AlignedArena::Need(s * h) +
+               AlignedArena::Need(2 * h));
+    for (FastActs* a : {&cur, &next}) {
+      a->x = acts.Take(r * s);
+      a->h1 = acts.Take(r * h);
+      a->h23 = acts.Take(r * 2 * h);
+      a->out = acts.Take(r * kOut);
+    }
+    bw.dout = acts.Take(r * kOut);
+    bw.dh23 = acts.Take(r * 2 * h);
+    bw.dh1 = acts.Take(r * h);
+    bw.dw1t = acts.Take(s * h);
+    bw.bsum = acts.Take(2 * h);
+  }
+};
+
+namespace {
+
+int PaddedRows(int batch) { return (batch + 7) / 8 * 8; }
+
+// (s - offset) / scale into x ([rows, S]); the padding rows are zero.
+void ScaleInput(const DuelingShape& sh, const float* states, int batch, int rows, float* x) {
+  const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(sh.state_dim);
+  for (size_t i = 0; i < n; ++i) x[i] = (states[i] - sh.input_offset) / sh.input_scale;
+  std::fill(x + n, x + static_cast<size_t>(rows) * static_cast<size_t>(sh.state_dim), 0.0f);
+}
+
+const FastOps* SelectOps(FusedIsa isa) {
+#if ALLOT_FUSED_X86
+  if (isa != FusedIsa::kPortable && FusedDqnUpdate::Avx2Supported()) return &avx2::kOps;
+#endif
+  (void)isa;
+  return &portable::kOps;
+}
+
+}  // namespace
+
+bool FusedDqnUpdate::Avx2Supported() {
+#if ALLOT_FUSED_X86
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+FusedDqnUpdate::FusedDqnUpdate(DuelingShape s, FusedIsa isa)
     : shape_(s),
       cur_(std::make_unique<Activations>()),
       next_online_(std::make_unique<Activations>()),
       next_target_(std::make_unique<Activations>()) {
   const int S = s.state_dim, H = s.hidden, A = s.num_actions;
   sizes_ = {H * S, H, H * H, H, A * H, A, H * H, H, H, 1};
+  if (H == kFastHidden && A >= 1 && A + 1 <= kOut && S >= 1) {
+    fast_ = std::make_unique<Fast>();
+    fast_->ops = SelectOps(isa);
+    fast_->weights.Reset(2 * PackedFloats(S, A, H));
+    fast_->online = TakePacked(fast_->weights, S, A, H);
+    fast_->target = TakePacked(fast_->weights, S, A, H);
+  }
 }
 
 FusedDqnUpdate::~FusedDqnUpdate() = default;
+
+const char* FusedDqnUpdate::kernel() const { return fast_ ? fast_->ops->name : "generic"; }
+
+void FusedDqnUpdate::PackOnline(const ConstDuelingParams& online) {
+  Pack(online, shape_.state_dim, shape_.num_actions, shape_.hidden, fast_->online);
+}
 
 void FusedDqnUpdate::ForwardInto(const ConstDuelingParams& p, const float* states, int batch,
                                  Activations& a) {
@@ -118,6 +371,15 @@ void FusedDqnUpdate::ForwardInto(const ConstDuelingParams& p, const float* state
 
 void FusedDqnUpdate::Forward(const ConstDuelingParams& p, const float* states, int batch,
                              float* q) {
+  if (fast_) {
+    const int A = shape_.num_actions, rows = PaddedRows(batch);
+    PackOnline(p);
+    fast_->Reserve(rows, shape_.state_dim, shape_.hidden);
+    ScaleInput(shape_, states, batch, rows, fast_->next.x);
+    fast_->ops->forward(fast_->online, shape_.state_dim, fast_->next, rows);
+    for (int b = 0; b < batch; ++b) QRow(fast_->next.out + b * kOut, A, q + b * A);
+    return;
+  }
   Activations a;
   ForwardInto(p, states, batch, a);
   std::memcpy(q, a.q.data(), sizeof(float) * a.q.size());
@@ -125,6 +387,43 @@ void FusedDqnUpdate::Forward(const ConstDuelingParams& p, const float* states, i
 
 void FusedDqnUpdate::Targets(const ConstDuelingParams& online, const ConstDuelingParams& target,
                              const FusedBatch& b, bool double_q, float* y) {
+  if (fast_) {
+    PackOnline(online);
+    TargetsFast(target, b, double_q, y);
+  } else {
+    TargetsGeneric(online, target, b, double_q, y);
+  }
+}
+
+void FusedDqnUpdate::TargetsFast(const ConstDuelingParams& target, const FusedBatch& b,
+                                 bool double_q, float* y) {
+  const int A = shape_.num_actions, B = b.size, rows = PaddedRows(B);
+  Fast& f = *fast_;
+  f.Reserve(rows, shape_.state_dim, shape_.hidden);
+  Pack(target, shape_.state_dim, A, shape_.hidden, f.target);
+  ScaleInput(shape_, b.next_states, B, rows, f.next.x);
+  f.ops->forward(f.target, shape_.state_dim, f.next, rows);
+  f.target_q.resize(static_cast<size_t>(B) * A);
+  for (int i = 0; i < B; ++i) QRow(f.next.out + i * kOut, A, f.target_q.data() + i * A);
+  if (double_q) f.ops->forward(f.online, shape_.state_dim, f.next, rows);
+  f.q_row.resize(static_cast<size_t>(A));
+  for (int i = 0; i < B; ++i) {
+    const float* tq = f.target_q.data() + static_cast<size_t>(i) * A;
+    float next;
+    if (double_q) {
+      // Double DQN: the online net selects, the target net evaluates (van Hasselt et al., 2016).
+      QRow(f.next.out + i * kOut, A, f.q_row.data());
+      next = tq[std::max_element(f.q_row.begin(), f.q_row.end()) - f.q_row.begin()];
+    } else {
+      next = *std::max_element(tq, tq + A);
+    }
+    y[i] = b.rewards[i] + b.discounts[i] * (1 - b.dones[i]) * next;
+  }
+}
+
+void FusedDqnUpdate::TargetsGeneric(const ConstDuelingParams& online,
+                                    const ConstDuelingParams& target, const FusedBatch& b,
+                                    bool double_q, float* y) {
   const int A = shape_.num_actions;
   Activations& on = *next_online_;
   Activations& tg = *next_target_;
@@ -144,9 +443,68 @@ void FusedDqnUpdate::Targets(const ConstDuelingParams& online, const ConstDuelin
   }
 }
 
+namespace {
+
+// Per-sample loss l(q - y) (squared error, or Huber with delta 1 as smooth_l1_loss) and dl/dq.
+inline void SampleLoss(float d, bool huber, float* l, float* dl) {
+  if (huber) {
+    const float ad = std::fabs(d);
+    *l = ad < 1.0f ? 0.5f * d * d : ad - 0.5f;
+    *dl = ad < 1.0f ? d : (d > 0 ? 1.0f : -1.0f);
+  } else {
+    *l = d * d;
+    *dl = 2.0f * d;
+  }
+}
+
+}  // namespace
+
 FusedStats FusedDqnUpdate::LossAndGrad(const ConstDuelingParams& p, const FusedBatch& b,
                                        const float* y, bool huber, const DuelingParams& g,
                                        float* td) {
+  if (!fast_) return LossAndGradGeneric(p, b, y, huber, g, td);
+  PackOnline(p);
+  return LossAndGradFast(b, y, huber, g, td);
+}
+
+FusedStats FusedDqnUpdate::LossAndGradFast(const FusedBatch& b, const float* y, bool huber,
+                                           const DuelingParams& g, float* td) {
+  const int A = shape_.num_actions, B = b.size, rows = PaddedRows(B);
+  Fast& f = *fast_;
+  f.Reserve(rows, shape_.state_dim, shape_.hidden);
+  ScaleInput(shape_, b.states, B, rows, f.cur.x);
+  f.ops->forward(f.online, shape_.state_dim, f.cur, rows);
+  // dL/d[adv | v] for L = mean_b w_b l(q_b - y_b), through Q = V + A - mean(A): dV = dq,
+  // dA_j = dq (1[j = a] - 1/|A|). Padding rows and columns are zero.
+  std::fill(f.bw.dout, f.bw.dout + static_cast<size_t>(rows) * kOut, 0.0f);
+  FusedStats st;
+  for (int i = 0; i < B; ++i) {
+    const int act = static_cast<int>(b.actions[i]);
+    const float q = QOf(f.cur.out + i * kOut, A, act);
+    const float d = q - y[i];
+    td[i] = y[i] - q;
+    float l, dl;
+    SampleLoss(d, huber, &l, &dl);
+    st.loss += static_cast<double>(b.weights[i] * l);
+    st.q_mean += q;
+    st.td_abs_mean += std::fabs(d);
+    const float gq = b.weights[i] * dl / static_cast<float>(B);
+    float* row = f.bw.dout + i * kOut;
+    for (int j = 0; j < A; ++j) {
+      row[j] = gq * ((j == act ? 1.0f : 0.0f) - 1.0f / static_cast<float>(A));
+    }
+    row[A] = gq;
+  }
+  st.loss /= B;
+  st.q_mean /= B;
+  st.td_abs_mean /= B;
+  f.ops->backward(f.online, shape_.state_dim, A, f.cur, rows, f.bw, g);
+  return st;
+}
+
+FusedStats FusedDqnUpdate::LossAndGradGeneric(const ConstDuelingParams& p, const FusedBatch& b,
+                                              const float* y, bool huber,
+                                              const DuelingParams& g, float* td) {
   const int S = shape_.state_dim, H = shape_.hidden, A = shape_.num_actions, B = b.size;
   Activations& a = *cur_;
   ForwardInto(p, b.states, B, a);
@@ -161,14 +519,7 @@ FusedStats FusedDqnUpdate::LossAndGrad(const ConstDuelingParams& p, const FusedB
     const float d = q - y[i];
     td[i] = y[i] - q;
     float l, dl;
-    if (huber) {
-      const float ad = std::fabs(d);
-      l = ad < 1.0f ? 0.5f * d * d : ad - 0.5f;
-      dl = ad < 1.0f ? d : (d > 0 ? 1.0f : -1.0f);
-    } else {
-      l = d * d;
-      dl = 2.0f * d;
-    }
+    SampleLoss(d, huber, &l, &dl);
     st.loss += static_cast<double>(b.weights[i] * l);
     st.q_mean += q;
     st.td_abs_mean += std::fabs(d);
@@ -213,18 +564,34 @@ void FusedDqnUpdate::AdamStep(const DuelingParams& params, const ConstDuelingPar
   const float sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
   const float eps = static_cast<float>(hp.eps);
   const float step_size = static_cast<float>(hp.lr / bc1);
+  const FastOps* ops = fast_ ? fast_->ops : &portable::kOps;
   for (size_t k = 0; k < params.size(); ++k) {
-    float* p = params[k];
-    const float* g = grads[k];
-    float* mk = m[k];
-    float* vk = v[k];
-    for (int i = 0; i < sizes_[k]; ++i) {
-      mk[i] = mk[i] * b1 + one_b1 * g[i];
-      vk[i] = vk[i] * b2 + one_b2 * g[i] * g[i];
-      const float denom = std::sqrt(vk[i]) / sqrt_bc2 + eps;
-      p[i] -= step_size * mk[i] / denom;
-    }
+    ops->adam(params[k], grads[k], m[k], v[k], sizes_[k], b1, b2, one_b1, one_b2, sqrt_bc2, eps,
+              step_size);
   }
+}
+
+FusedStats FusedDqnUpdate::Step(const DuelingParams& online, const ConstDuelingParams& target,
+                                const FusedBatch& b, bool double_q, bool huber,
+                                const DuelingParams& grads, const DuelingParams& exp_avg,
+                                const DuelingParams& exp_avg_sq, int64_t step,
+                                const AdamHyper& hyper, float* y, float* td) {
+  ConstDuelingParams on{}, g{};
+  for (size_t k = 0; k < on.size(); ++k) {
+    on[k] = online[k];
+    g[k] = grads[k];
+  }
+  FusedStats st;
+  if (fast_) {
+    PackOnline(on);
+    TargetsFast(target, b, double_q, y);
+    st = LossAndGradFast(b, y, huber, grads, td);
+  } else {
+    TargetsGeneric(on, target, b, double_q, y);
+    st = LossAndGradGeneric(on, b, y, huber, grads, td);
+  }
+  AdamStep(online, g, exp_avg, exp_avg_sq, step, hyper);
+  return st;
 }
 
 }  // namespace allot::trainer

@@ -7,6 +7,12 @@
 // and exact resume are the same for both paths; tests/trainer check that the loss and the
 // gradients agree with autograd to 1e-5.
 //
+// Two implementations: for the default width (hidden 32, up to 7 actions) vector kernels with
+// the layers packed and fused (fused_dqn_update.inc), built twice, for the SSE2 baseline and for
+// AVX2+FMA, one picked at construction from what the CPU supports; any other shape runs plain
+// scalar loops. Each gives the same bits run after run on the same machine (exact resume relies
+// on it); the two ISAs differ from each other by float rounding only (FMA).
+//
 // Thread-compatible: one object per learner (it keeps scratch buffers).
 #pragma once
 
@@ -54,9 +60,13 @@ struct FusedStats {
   double td_abs_mean = 0;
 };
 
+// Which kernels run: kAuto picks AVX2 where the CPU has AVX2 and FMA, else the portable ones.
+enum class FusedIsa { kAuto, kPortable, kAvx2 };
+
 class FusedDqnUpdate {
  public:
-  explicit FusedDqnUpdate(DuelingShape shape);
+  // kAvx2 on a CPU without AVX2/FMA falls back to the portable kernels (see kernel()).
+  explicit FusedDqnUpdate(DuelingShape shape, FusedIsa isa = FusedIsa::kAuto);
   ~FusedDqnUpdate();
   FusedDqnUpdate(const FusedDqnUpdate&) = delete;
   FusedDqnUpdate& operator=(const FusedDqnUpdate&) = delete;
@@ -80,18 +90,41 @@ class FusedDqnUpdate {
                 const DuelingParams& exp_avg, const DuelingParams& exp_avg_sq, int64_t step,
                 const AdamHyper& hyper);
 
+  // The whole update: Targets, LossAndGrad and AdamStep on `online` in one call, with the
+  // online weights packed once. `y` and `td` receive b.size floats each.
+  FusedStats Step(const DuelingParams& online, const ConstDuelingParams& target,
+                  const FusedBatch& b, bool double_q, bool huber, const DuelingParams& grads,
+                  const DuelingParams& exp_avg, const DuelingParams& exp_avg_sq, int64_t step,
+                  const AdamHyper& hyper, float* y, float* td);
+
   // Parameter sizes in order.
   const std::array<int, 10>& sizes() const { return sizes_; }
+  // The kernels in use: "avx2", "sse2" (vector fast path) or "generic" (other shapes).
+  const char* kernel() const;
+  // Whether this CPU runs the AVX2+FMA kernels.
+  static bool Avx2Supported();
 
  private:
   struct Activations;
+  struct Fast;
   void ForwardInto(const ConstDuelingParams& p, const float* states, int batch, Activations& a);
+  void TargetsGeneric(const ConstDuelingParams& online, const ConstDuelingParams& target,
+                      const FusedBatch& b, bool double_q, float* y);
+  FusedStats LossAndGradGeneric(const ConstDuelingParams& online, const FusedBatch& b,
+                                const float* y, bool huber, const DuelingParams& grads, float* td);
+  // Fast path: online weights already packed by PackOnline().
+  void PackOnline(const ConstDuelingParams& online);
+  void TargetsFast(const ConstDuelingParams& target, const FusedBatch& b, bool double_q,
+                   float* y);
+  FusedStats LossAndGradFast(const FusedBatch& b, const float* y, bool huber,
+                             const DuelingParams& grads, float* td);
 
   DuelingShape shape_;
   std::array<int, 10> sizes_{};
   std::unique_ptr<Activations> cur_, next_online_, next_target_;
   std::vector<float> scratch_;
   std::vector<float> wt_;  // transposed weights, [in, out] per layer
+  std::unique_ptr<Fast> fast_;  // null on the generic path
 };
 
 }  // namespace allot::trainer
