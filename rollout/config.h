@@ -51,6 +51,7 @@ struct WorkerConfig {
   double drain_timeout_s = 30.0;
   std::string metrics_listen = "127.0.0.1:9464";
   std::string port_file;
+  bool keep_freed_memory = true;
   AuthConfig auth;
 
   void Describe(config::Visitor& v) {
@@ -81,6 +82,9 @@ struct WorkerConfig {
             {.doc = "HTTP address for /metrics (Prometheus text); empty disables"});
     v.Field("port_file", port_file,
             {.doc = "write the bound gRPC address here once serving (for launchers)"});
+    v.Field("keep_freed_memory", keep_freed_memory,
+            {.doc = "keep freed heap memory for reuse instead of returning it to the kernel "
+                    "(process-wide glibc setting; avoids page faults while streaming)"});
     v.Field("auth", auth);
   }
 };
@@ -102,6 +106,7 @@ struct DispatcherConfig {
   int64_t max_trajectory_bytes = 256 << 20;
   bool deliver_groups = false;
   std::string learner_id = "learner";
+  bool keep_freed_memory = true;
   AuthConfig auth;
 
   void Describe(config::Visitor& v) {
@@ -138,6 +143,9 @@ struct DispatcherConfig {
     v.Field("deliver_groups", deliver_groups,
             {.doc = "hold GRPO groups until complete and deliver them together"});
     v.Field("learner_id", learner_id, {.doc = "name sent to workers in Hello"});
+    v.Field("keep_freed_memory", keep_freed_memory,
+            {.doc = "keep freed heap memory for reuse instead of returning it to the kernel "
+                    "(process-wide glibc setting; avoids page faults while streaming)"});
     v.Field("auth", auth);
   }
 };

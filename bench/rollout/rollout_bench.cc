@@ -3,6 +3,10 @@
 // re-dispatch of its episodes.
 //
 //   allot_rollout_bench [--workers 4] [--small 200000] [--large 20000] [--trials 3]
+//                       [--redispatch <trials>]
+//
+// --small 0 / --large 0 / --redispatch 0 skip a part (e.g. to count instructions per
+// trajectory under callgrind from the difference of two runs).
 //
 // Targets (issue 6): >= 50k small trajectories/s, >= 1 GB/s for large ones, re-dispatch < 2 s.
 // The workers run a "blob" env that returns a prebuilt trajectory, so the figures measure the
@@ -89,6 +93,9 @@ struct Worker {
   std::string address;
 };
 
+std::string
+    g_self;  // this executable, resolved once (valgrind-safe, unlike exec of /proc/self/exe)
+
 Worker Spawn(int index) {
   const std::string port_file =
       "/tmp/allot_rollout_bench_" + std::to_string(getpid()) + "_" + std::to_string(index);
@@ -100,25 +107,17 @@ Worker Spawn(int index) {
   Worker w;
   w.pid = fork();
   if (w.pid == 0) {
-    execl("/proc/self/exe", "allot_rollout_bench", "--worker", yaml.c_str(),
+    execl(g_self.c_str(), "allot_rollout_bench", "--worker", yaml.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
-  for (int i = 0; i < 2000 && w.address.empty(); ++i) {
+  for (int i = 0; i < 12000 && w.address.empty(); ++i) {
     std::ifstream in(port_file);
     std::getline(in, w.address);
     if (w.address.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   unlink(port_file.c_str());
   return w;
-}
-
-void Kill(Worker& w) {
-  if (w.pid > 0) {
-    kill(w.pid, SIGKILL);
-    waitpid(w.pid, nullptr, 0);
-    w.pid = -1;
-  }
 }
 
 std::vector<v1::EpisodeRequest> Requests(const std::string& prefix, int n, int tokens,
@@ -142,7 +141,7 @@ void Ingest(Dispatcher& d, const char* label, int n, int tokens, int trial) {
   int got = 0;
   size_t traj_bytes = 0;
   while (got < n) {
-    auto f = d.Next(std::chrono::seconds(30));
+    auto f = d.Next(std::chrono::seconds(120));
     if (!f) {
       std::fprintf(stderr, "timed out after %d of %d\n", got, n);
       std::exit(1);
@@ -161,6 +160,7 @@ int RunBench(int argc, char** argv) {
   int small = 200000;
   int large = 20000;
   int trials = 3;
+  int redispatch = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
@@ -168,7 +168,12 @@ int RunBench(int argc, char** argv) {
     if (flag == "--small") small = value;
     if (flag == "--large") large = value;
     if (flag == "--trials") trials = value;
+    if (flag == "--redispatch") redispatch = value;
   }
+  if (redispatch < 0) redispatch = trials;
+  char self[4096] = {0};
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  g_self = len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string(argv[0]);
   std::printf("allot rollout bench: %d worker processes on loopback, %u hardware threads\n",
               n_workers, std::thread::hardware_concurrency());
   std::vector<Worker> workers;
@@ -181,16 +186,16 @@ int RunBench(int argc, char** argv) {
     dc.workers.push_back(workers.back().address);
   }
   auto d = Dispatcher::Create(dc);
-  if (!d.ok() || !(*d)->WaitForWorkers(n_workers, std::chrono::seconds(10))) {
+  if (!d.ok() || !(*d)->WaitForWorkers(n_workers, std::chrono::seconds(60))) {
     std::fprintf(stderr, "workers did not come up\n");
     return 1;
   }
-  for (int t = 0; t < trials; ++t) Ingest(**d, "1KB", small, 120, t);
-  for (int t = 0; t < trials; ++t) Ingest(**d, "8k", large, 8192, t);
+  for (int t = 0; t < trials && small > 0; ++t) Ingest(**d, "1KB", small, 120, t);
+  for (int t = 0; t < trials && large > 0; ++t) Ingest(**d, "8k", large, 8192, t);
 
   // Worker death -> re-dispatch: fill every worker with episodes that never finish, SIGKILL
   // one, and time until the dispatcher has sent its episodes elsewhere.
-  for (int t = 0; t < trials; ++t) {
+  for (int t = 0; t < redispatch; ++t) {
     auto reqs = Requests("sleep" + std::to_string(t) + "-", 8 * n_workers, 1, "sleep");
     const int64_t before = (*d)->stats().redispatched;
     if (!(*d)->Submit(reqs).ok()) return 1;
@@ -210,7 +215,13 @@ int RunBench(int argc, char** argv) {
     (*d)->AddWorker(victim.address);
   }
   (*d)->Shutdown();
-  for (auto& w : workers) Kill(w);
+  // SIGTERM: the workers drain and exit normally (so that profilers write their data).
+  for (auto& w : workers) {
+    if (w.pid > 0) kill(w.pid, SIGTERM);
+  }
+  for (auto& w : workers) {
+    if (w.pid > 0) waitpid(w.pid, nullptr, 0);
+  }
   return 0;
 }
 

@@ -1,0 +1,27 @@
+#include "rollout/allocator_tuning.h"
+
+#include <mutex>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace allot::rollout {
+
+bool KeepFreedMemoryForReuse() {
+#if defined(__GLIBC__)
+  static std::once_flag once;
+  static bool applied = false;
+  std::call_once(once, [] {
+    // Blocks below 32 MiB (glibc's own ceiling for its dynamic threshold) come from the heap;
+    // up to 512 MiB of free heap is kept before trimming; heaps grow 16 MiB at a time.
+    applied = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 &&
+              mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1 && mallopt(M_TOP_PAD, 16 << 20) == 1;
+  });
+  return applied;
+#else
+  return false;
+#endif
+}
+
+}  // namespace allot::rollout

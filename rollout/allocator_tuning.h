@@ -1,0 +1,18 @@
+// Keeps freed heap memory in the process instead of handing it back to the kernel.
+//
+// Streaming trajectories allocates and frees buffers of tens of KiB to a few MiB at a high rate
+// (gRPC read slices, serialized messages, parsed token arrays). With glibc's defaults, freed
+// memory at the top of a heap is returned (trim) and large blocks are mmap'd per allocation, so
+// the next buffer faults in fresh zeroed pages: on the 8k-token ingest benchmark that cost more
+// CPU than the copies themselves (about 20 page faults per trajectory, most of the system
+// time). Raising the trim and mmap thresholds makes the allocator reuse those pages.
+//
+// Process-wide and idempotent. A no-op where the C library has no mallopt (non-glibc).
+#pragma once
+
+namespace allot::rollout {
+
+// Returns true when the settings were applied (first call) or had been applied before.
+bool KeepFreedMemoryForReuse();
+
+}  // namespace allot::rollout
