@@ -86,7 +86,13 @@ Result<std::string> DqnLearner::OnlineWeights() const {
                                        {"updates", std::to_string(updates_)}});
 }
 
-void DqnLearner::RefreshActor() {
+const models::NavigatorMlp& DqnLearner::actor() const {
+  if (actor_stale_) RefreshActor();
+  return actor_;
+}
+
+void DqnLearner::RefreshActor() const {
+  actor_stale_ = false;
   std::array<const float*, 10> p{};
   auto params = nets_->online->parameters();
   for (size_t k = 0; k < p.size(); ++k) p[k] = params[k].data_ptr<float>();
@@ -104,7 +110,7 @@ int DqnLearner::Act(std::span<const float> state) {
     std::uniform_int_distribution<int> pick(0, config_.num_actions - 1);
     action = pick(rng_);
   } else {
-    action = actor_.Greedy(state);
+    action = actor().Greedy(state);
   }
   AdvanceEpsilon(1);
   return action;
@@ -186,19 +192,22 @@ std::vector<float> DqnLearner::Targets(const SampledBatch& b) const {
   return std::vector<float>(y.data_ptr<float>(), y.data_ptr<float>() + n);
 }
 
-UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
-  torch::NoGradGuard no_grad;
+struct DqnLearner::FusedView {
+  DuelingParams online{}, exp_avg{}, exp_avg_sq{}, grads{};
+  ConstDuelingParams target{};
+  std::array<torch::optim::AdamParamState*, 10> adam{};
+};
+
+const DqnLearner::FusedView& DqnLearner::Fused() {
+  if (fused_view_ != nullptr) return *fused_view_;
+  auto view = std::make_unique<FusedView>();
   auto online = nets_->online->parameters();
   auto target = nets_->target->parameters();
-  ConstDuelingParams on{}, tg{};
-  DuelingParams on_mut{}, grads{}, exp_avg{}, exp_avg_sq{};
   auto& state = nets_->optimizer->state();
-  int64_t step = 0;
-  for (size_t k = 0; k < on.size(); ++k) {
-    on_mut[k] = online[k].data_ptr<float>();
-    on[k] = on_mut[k];
-    tg[k] = target[k].data_ptr<float>();
-    grads[k] = grads_[k].data();
+  for (size_t k = 0; k < view->online.size(); ++k) {
+    view->online[k] = online[k].data_ptr<float>();
+    view->target[k] = target[k].data_ptr<float>();
+    view->grads[k] = grads_[k].data();
     // Adam's state lives in the LibTorch optimizer, so that save/load and the autograd path
     // see exactly what the fused path wrote.
     const std::string key = c10::guts::to_string(online[k].unsafeGetTensorImpl());
@@ -211,10 +220,16 @@ UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
       it = state.emplace(key, std::move(fresh)).first;
     }
     auto& adam = static_cast<torch::optim::AdamParamState&>(*it->second);
-    exp_avg[k] = adam.exp_avg().data_ptr<float>();
-    exp_avg_sq[k] = adam.exp_avg_sq().data_ptr<float>();
-    step = adam.step();
+    view->adam[k] = &adam;
+    view->exp_avg[k] = adam.exp_avg().data_ptr<float>();
+    view->exp_avg_sq[k] = adam.exp_avg_sq().data_ptr<float>();
   }
+  fused_view_ = std::move(view);
+  return *fused_view_;
+}
+
+UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
+  const FusedView& v = Fused();
   const int n = static_cast<int>(b.actions.size());
   FusedBatch fb{n,
                 b.states.data(),
@@ -224,24 +239,21 @@ UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
                 b.dones.data(),
                 b.discounts.data(),
                 b.weights.data()};
-  std::vector<float> y(static_cast<size_t>(n)), td(static_cast<size_t>(n));
-  fused_->Targets(on, tg, fb, config_.double_q, y.data());
-  FusedStats fs = fused_->LossAndGrad(on, fb, y.data(), config_.loss == "huber", grads, td.data());
+  fused_y_.resize(static_cast<size_t>(n));
+  fused_td_.resize(static_cast<size_t>(n));
   const auto& opts =
       static_cast<const torch::optim::AdamOptions&>(nets_->optimizer->param_groups()[0].options());
   AdamHyper hyper{opts.lr(), std::get<0>(opts.betas()), std::get<1>(opts.betas()), opts.eps()};
-  ConstDuelingParams g{};
-  for (size_t k = 0; k < g.size(); ++k) g[k] = grads[k];
-  fused_->AdamStep(on_mut, g, exp_avg, exp_avg_sq, step, hyper);
-  for (size_t k = 0; k < online.size(); ++k) {
-    auto key = c10::guts::to_string(online[k].unsafeGetTensorImpl());
-    static_cast<torch::optim::AdamParamState&>(*state.at(key)).step(step + 1);
-  }
+  const int64_t step = v.adam[0]->step();
+  FusedStats fs = fused_->Step(v.online, v.target, fb, config_.double_q, config_.loss == "huber",
+                               v.grads, v.exp_avg, v.exp_avg_sq, step, hyper, fused_y_.data(),
+                               fused_td_.data());
+  for (auto* adam : v.adam) adam->step(step + 1);
 
   ++updates_;
   if (updates_ % config_.target_update_every == 0) SyncTarget();
-  RefreshActor();
-  replay_.UpdatePriorities(b.indices, td);
+  actor_stale_ = true;
+  replay_.UpdatePriorities(b.indices, fused_td_);
   return UpdateStats{fs.loss, fs.q_mean, fs.td_abs_mean};
 }
 
@@ -269,7 +281,7 @@ UpdateStats DqnLearner::Update(const SampledBatch& b) {
 
   ++updates_;
   if (updates_ % config_.target_update_every == 0) SyncTarget();
-  RefreshActor();
+  actor_stale_ = true;
 
   auto td_c = td.contiguous();
   replay_.UpdatePriorities(b.indices, std::span<const float>(td_c.data_ptr<float>(), n));
@@ -440,6 +452,7 @@ Status DqnLearner::Load(const std::string& dir) {
   ALLOT_RETURN_IF_ERROR(replay_.Deserialize(
       std::span<const std::byte>(reinterpret_cast<const std::byte*>(replay.data()), replay.size()),
       dir + "/replay.safetensors"));
+  fused_view_.reset();  // the optimizer state was replaced
   ApplyLrSchedule();
   RefreshActor();
   return Status::Ok();

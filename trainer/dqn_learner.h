@@ -3,9 +3,10 @@
 //
 // It owns the online and target DuelingQNets, Adam, the replay buffer, the epsilon and lr
 // schedules and the RNG, and can save and restore all of it bit for bit. Acting uses a plain
-// C++ copy of the online weights (NavigatorMlp), refreshed after every update.
+// C++ copy of the online weights (NavigatorMlp), refreshed on first use after an update.
 //
-// Not thread-safe: one learner thread drives it.
+// Not thread-safe, const methods included (they may refresh the acting copy): one learner
+// thread drives it.
 #pragma once
 
 #include <array>
@@ -42,10 +43,10 @@ class DqnLearner {
 
   // Epsilon-greedy action for one state; decays epsilon by one env step.
   int Act(std::span<const float> state);
-  int Greedy(std::span<const float> state) const { return actor_.Greedy(state); }
+  int Greedy(std::span<const float> state) const { return actor().Greedy(state); }
   // Advances the epsilon schedule by `steps` env steps taken elsewhere (rollout workers).
   void AdvanceEpsilon(int64_t steps);
-  const models::NavigatorMlp& actor() const { return actor_; }
+  const models::NavigatorMlp& actor() const;
 
   // Feeds one env transition (n-step aggregation happens here) into replay.
   Status Observe(const Transition& t);
@@ -81,7 +82,11 @@ class DqnLearner {
 
  private:
   struct Nets;
-  void RefreshActor();
+  struct FusedView;
+  void RefreshActor() const;
+  // Raw pointers to the online/target parameters and Adam's state for the fused path (built on
+  // first use, dropped by Load, which replaces the optimizer state).
+  const FusedView& Fused();
   UpdateStats FusedUpdate(const SampledBatch& batch);
   void ApplyLrSchedule();
   Status PushToReplay(const Transition& t);
@@ -90,8 +95,11 @@ class DqnLearner {
   std::unique_ptr<Nets> nets_;
   std::unique_ptr<FusedDqnUpdate> fused_;
   std::vector<std::vector<float>> grads_;  // fused path
+  std::unique_ptr<FusedView> fused_view_;
+  std::vector<float> fused_y_, fused_td_;
   ReplayBuffer replay_;
-  models::NavigatorMlp actor_;
+  mutable models::NavigatorMlp actor_;
+  mutable bool actor_stale_ = true;
   std::mt19937_64 rng_;
   std::deque<Transition> pending_;  // n-step window
   double epsilon_;

@@ -222,6 +222,15 @@ struct FastOps {
 namespace portable {
 using V = float __attribute__((vector_size(16)));
 constexpr int kLanes = 4;
+inline V Splat(float x) {
+#if ALLOT_FUSED_X86
+  return _mm_set1_ps(x);
+#else
+  V v;
+  for (int l = 0; l < kLanes; ++l) v[l] = x;
+  return v;
+#endif
+}
 inline V MulAdd(V a, V b, V c) { return a * b + c; }
 inline V Sqrt(V a) {
 #if ALLOT_FUSED_X86
@@ -242,6 +251,7 @@ constexpr FastOps kOps{"sse2", &NetForward<kFastHidden>, &NetBackward<kFastHidde
 namespace avx2 {
 using V = float __attribute__((vector_size(32)));
 constexpr int kLanes = 8;
+inline V Splat(float x) { return _mm256_set1_ps(x); }
 inline V MulAdd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V Sqrt(V a) { return _mm256_sqrt_ps(a); }
 #include "trainer/fused_dqn_update.inc"
