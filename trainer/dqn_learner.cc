@@ -245,9 +245,9 @@ UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
       static_cast<const torch::optim::AdamOptions&>(nets_->optimizer->param_groups()[0].options());
   AdamHyper hyper{opts.lr(), std::get<0>(opts.betas()), std::get<1>(opts.betas()), opts.eps()};
   const int64_t step = v.adam[0]->step();
-  FusedStats fs = fused_->Step(v.online, v.target, fb, config_.double_q, config_.loss == "huber",
-                               v.grads, v.exp_avg, v.exp_avg_sq, step, hyper, fused_y_.data(),
-                               fused_td_.data());
+  FusedStats fs =
+      fused_->Step(v.online, v.target, fb, config_.double_q, config_.loss == "huber", v.grads,
+                   v.exp_avg, v.exp_avg_sq, step, hyper, fused_y_.data(), fused_td_.data());
   for (auto* adam : v.adam) adam->step(step + 1);
 
   ++updates_;

@@ -87,7 +87,6 @@ void DenseBackward(const float* w, const float* x, const float* dy, int batch, i
   }
 }
 
-
 // ---- Fast path: hidden 32, vector kernels over packed weights. ----
 
 constexpr int kFastHidden = 32;
@@ -215,8 +214,8 @@ struct FastOps {
   void (*forward)(const PackedNet&, int, const FastActs&, int);
   void (*backward)(const PackedNet&, int, int, const FastActs&, int, const BackwardScratch&,
                    const DuelingParams&);
-  void (*adam)(float*, const float*, float*, float*, int, float, float, float, float, float,
-               float, float);
+  void (*adam)(float*, const float*, float*, float*, int, float, float, float, float, float, float,
+               float);
 };
 
 namespace portable {
@@ -282,8 +281,7 @@ struct FusedDqnUpdate::Fast {
     const size_t act = AlignedArena::Need(r * s) + AlignedArena::Need(r * h) +
                        AlignedArena::Need(r * 2 * h) + AlignedArena::Need(r * kOut);
     acts.Reset(2 * act + AlignedArena::Need(r * kOut) + AlignedArena::Need(r * 2 * h) +
-               AlignedArena::Need(r * h) + AlignedArena::Need(s * h) +
-               AlignedArena::Need(2 * h));
+               AlignedArena::Need(r * h) + AlignedArena::Need(s * h) + AlignedArena::Need(2 * h));
     for (FastActs* a : {&cur, &next}) {
       a->x = acts.Take(r * s);
       a->h1 = acts.Take(r * h);
@@ -513,8 +511,8 @@ FusedStats FusedDqnUpdate::LossAndGradFast(const FusedBatch& b, const float* y, 
 }
 
 FusedStats FusedDqnUpdate::LossAndGradGeneric(const ConstDuelingParams& p, const FusedBatch& b,
-                                              const float* y, bool huber,
-                                              const DuelingParams& g, float* td) {
+                                              const float* y, bool huber, const DuelingParams& g,
+                                              float* td) {
   const int S = shape_.state_dim, H = shape_.hidden, A = shape_.num_actions, B = b.size;
   Activations& a = *cur_;
   ForwardInto(p, b.states, B, a);

@@ -114,8 +114,7 @@ class FusedDqnUpdate {
                                 const float* y, bool huber, const DuelingParams& grads, float* td);
   // Fast path: online weights already packed by PackOnline().
   void PackOnline(const ConstDuelingParams& online);
-  void TargetsFast(const ConstDuelingParams& target, const FusedBatch& b, bool double_q,
-                   float* y);
+  void TargetsFast(const ConstDuelingParams& target, const FusedBatch& b, bool double_q, float* y);
   FusedStats LossAndGradFast(const FusedBatch& b, const float* y, bool huber,
                              const DuelingParams& grads, float* td);
 
@@ -123,7 +122,7 @@ class FusedDqnUpdate {
   std::array<int, 10> sizes_{};
   std::unique_ptr<Activations> cur_, next_online_, next_target_;
   std::vector<float> scratch_;
-  std::vector<float> wt_;  // transposed weights, [in, out] per layer
+  std::vector<float> wt_;       // transposed weights, [in, out] per layer
   std::unique_ptr<Fast> fast_;  // null on the generic path
 };
 

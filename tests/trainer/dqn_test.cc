@@ -188,6 +188,57 @@ TEST(DqnLearnerTest, TargetSyncEvery50Updates) {
   }
 }
 
+SampledBatch RandomSampledBatch(int n, uint64_t seed) {
+  SampledBatch b;
+  b.states = RandomStates(n, seed);
+  b.next_states = RandomStates(n, seed + 1);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < n; ++i) {
+    b.indices.push_back(i);
+    b.actions.push_back(static_cast<int64_t>(rng() % 5));
+    b.rewards.push_back(static_cast<float>(rng() % 3) - 1.0f);
+    b.dones.push_back(rng() % 4 == 0 ? 1.0f : 0.0f);
+    b.discounts.push_back(0.9f);
+    b.weights.push_back(1.0f);
+  }
+  return b;
+}
+
+// The fused path keeps pointers into the parameters and Adam's state: the acting copy must
+// follow every update, and Load (which replaces the optimizer state) must leave a learner that
+// continues exactly like the one that was saved.
+TEST(DqnLearnerTest, FusedPathFollowsUpdatesAndLoad) {
+  at::set_num_threads(1);
+  TempDir dir;
+  DqnConfig cfg;
+  ASSERT_TRUE(cfg.fused_update);
+  DqnLearner a(cfg, 3);
+  auto probe = RandomStates(8, 40);
+  for (int u = 0; u < 5; ++u) {
+    a.Update(RandomSampledBatch(64, 100 + static_cast<uint64_t>(u)));
+    auto q = a.OnlineQ(probe);
+    for (int i = 0; i < 8; ++i) {
+      const auto row = q.begin() + i * 5;
+      EXPECT_EQ(a.Greedy(std::span<const float>(probe.data() + i * 7, 7)),
+                std::max_element(row, row + 5) - row)
+          << "update " << u << " state " << i;
+    }
+  }
+  ASSERT_TRUE(a.Save(dir.path()).ok());
+  DqnLearner b(cfg, 99);
+  b.Update(RandomSampledBatch(64, 7));  // builds b's fused view before Load replaces its state
+  ASSERT_TRUE(b.Load(dir.path()).ok());
+  for (int u = 0; u < 5; ++u) {
+    auto batch = RandomSampledBatch(64, 200 + static_cast<uint64_t>(u));
+    a.Update(batch);
+    b.Update(batch);
+  }
+  EXPECT_EQ(a.OnlineQ(probe), b.OnlineQ(probe));
+  EXPECT_EQ(*a.OnlineWeights(), *b.OnlineWeights());
+  EXPECT_EQ(a.actor().Greedy(std::span<const float>(probe.data(), 7)),
+            b.actor().Greedy(std::span<const float>(probe.data(), 7)));
+}
+
 TEST(DqnLearnerTest, RejectsMalformedTransitions) {
   DqnLearner learner(DqnConfig{}, 0);
   Transition t = MakeTransition(1, 0, 0, false);

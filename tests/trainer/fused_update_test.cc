@@ -66,34 +66,53 @@ ConstDuelingParams Ptrs(models::DuelingQNet& net) {
   return p;
 }
 
-class FusedGradTest : public ::testing::TestWithParam<bool> {};
+struct GradCase {
+  bool huber;
+  FusedIsa isa;
+  int batch;
+  int hidden;  // 32: vector kernels; anything else: the generic path
+};
+
+std::vector<std::vector<float>> GradBuffers(const FusedDqnUpdate& fused, DuelingParams* g) {
+  std::vector<std::vector<float>> grads;
+  for (size_t k = 0; k < 10; ++k) {
+    grads.emplace_back(static_cast<size_t>(fused.sizes()[k]), -7.0f);  // must be overwritten
+    (*g)[k] = grads[k].data();
+  }
+  return grads;
+}
+
+class FusedGradTest : public ::testing::TestWithParam<GradCase> {};
 
 TEST_P(FusedGradTest, LossAndGradientsMatchAutograd) {
-  const bool huber = GetParam();
+  const GradCase c = GetParam();
+  if (c.isa == FusedIsa::kAvx2 && !FusedDqnUpdate::Avx2Supported()) GTEST_SKIP() << "no AVX2";
+  const int n = c.batch;
   torch::manual_seed(3);
-  models::DuelingQNet net;
-  Batch b = RandomBatch(64, 9);
-  std::vector<float> y(64);
+  models::DuelingQNet net(models::DuelingQNetOptions{.hidden = c.hidden});
+  Batch b = RandomBatch(n, 9);
+  std::vector<float> y(static_cast<size_t>(n));
   std::mt19937_64 rng(4);
   std::normal_distribution<float> nd(0, 2);  // big targets: Huber's linear part is exercised
   for (auto& v : y) v = nd(rng);
 
-  FusedDqnUpdate fused(DuelingShape{});
-  std::vector<std::vector<float>> grads;
-  DuelingParams g{};
-  for (size_t k = 0; k < 10; ++k) {
-    grads.emplace_back(static_cast<size_t>(fused.sizes()[k]));
-    g[k] = grads[k].data();
+  FusedDqnUpdate fused(DuelingShape{.hidden = c.hidden}, c.isa);
+  if (c.hidden != 32) {
+    EXPECT_STREQ(fused.kernel(), "generic");
+  } else {
+    EXPECT_STREQ(fused.kernel(), c.isa == FusedIsa::kPortable ? "sse2" : "avx2");
   }
-  std::vector<float> td(64);
-  FusedStats st = fused.LossAndGrad(Ptrs(net), b.View(), y.data(), huber, g, td.data());
+  DuelingParams g{};
+  auto grads = GradBuffers(fused, &g);
+  std::vector<float> td(static_cast<size_t>(n));
+  FusedStats st = fused.LossAndGrad(Ptrs(net), b.View(), y.data(), c.huber, g, td.data());
 
-  auto s = torch::from_blob(b.states.data(), {64, 7});
-  auto a = torch::from_blob(b.actions.data(), {64, 1}, torch::kInt64);
-  auto w = torch::from_blob(b.weights.data(), {64});
-  auto yt = torch::from_blob(y.data(), {64});
+  auto s = torch::from_blob(b.states.data(), {n, 7});
+  auto a = torch::from_blob(b.actions.data(), {n, 1}, torch::kInt64);
+  auto w = torch::from_blob(b.weights.data(), {n});
+  auto yt = torch::from_blob(y.data(), {n});
   auto q = net->forward(s).gather(1, a).squeeze(1);
-  auto per = huber ? torch::smooth_l1_loss(q, yt, at::Reduction::None) : (q - yt).pow(2);
+  auto per = c.huber ? torch::smooth_l1_loss(q, yt, at::Reduction::None) : (q - yt).pow(2);
   auto loss = (w * per).mean();
   loss.backward();
   EXPECT_NEAR(st.loss, loss.item<double>(), 1e-5);
@@ -109,11 +128,138 @@ TEST_P(FusedGradTest, LossAndGradientsMatchAutograd) {
     }
   }
   EXPECT_LT(worst, 1e-5) << "largest gradient difference";
-  for (int i = 0; i < 64; ++i)
+  for (int i = 0; i < n; ++i)
     EXPECT_NEAR(td[static_cast<size_t>(i)], y[static_cast<size_t>(i)] - q[i].item<float>(), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(MseAndHuber, FusedGradTest, ::testing::Values(false, true));
+// Batch 64 (RLoT), a batch that is not a multiple of the 8-row padding, and one sample; the
+// portable and AVX2 kernels; and the generic path for another hidden width.
+INSTANTIATE_TEST_SUITE_P(LossIsaBatch, FusedGradTest,
+                         ::testing::Values(GradCase{false, FusedIsa::kPortable, 64, 32},
+                                           GradCase{true, FusedIsa::kPortable, 64, 32},
+                                           GradCase{false, FusedIsa::kAvx2, 64, 32},
+                                           GradCase{true, FusedIsa::kAvx2, 64, 32},
+                                           GradCase{false, FusedIsa::kPortable, 13, 32},
+                                           GradCase{true, FusedIsa::kAvx2, 13, 32},
+                                           GradCase{false, FusedIsa::kAvx2, 1, 32},
+                                           GradCase{false, FusedIsa::kAuto, 64, 16},
+                                           GradCase{true, FusedIsa::kAuto, 29, 16}));
+
+// The AVX2 kernels (with fused multiply-add) and the portable ones agree to float rounding on
+// the targets, the gradients and the weights after many Adam steps.
+TEST(FusedDqnUpdateTest, Avx2AndPortableKernelsAgree) {
+  if (!FusedDqnUpdate::Avx2Supported()) GTEST_SKIP() << "no AVX2";
+  torch::manual_seed(8);
+  models::DuelingQNet a_net, target;
+  models::DuelingQNet b_net;
+  {
+    torch::NoGradGuard ng;
+    auto src = a_net->parameters(), dst = b_net->parameters();
+    for (size_t k = 0; k < src.size(); ++k) dst[k].copy_(src[k]);
+  }
+  FusedDqnUpdate avx(DuelingShape{}, FusedIsa::kAvx2), sse(DuelingShape{}, FusedIsa::kPortable);
+  ASSERT_STREQ(avx.kernel(), "avx2");
+  ASSERT_STREQ(sse.kernel(), "sse2");
+  struct Side {
+    FusedDqnUpdate* f;
+    models::DuelingQNet* net;
+    std::vector<std::vector<float>> g, m, v;
+  };
+  Side sides[2] = {{&avx, &a_net, {}, {}, {}}, {&sse, &b_net, {}, {}, {}}};
+  for (auto& side : sides) {
+    for (int size : side.f->sizes()) {
+      side.g.emplace_back(static_cast<size_t>(size));
+      side.m.emplace_back(static_cast<size_t>(size));
+      side.v.emplace_back(static_cast<size_t>(size));
+    }
+  }
+  auto arrays = [](std::vector<std::vector<float>>& x) {
+    DuelingParams p{};
+    for (size_t k = 0; k < 10; ++k) p[k] = x[k].data();
+    return p;
+  };
+  auto params = [](models::DuelingQNet& net) {
+    DuelingParams p{};
+    auto ps = net->parameters();
+    for (size_t k = 0; k < 10; ++k) p[k] = ps[k].data_ptr<float>();
+    return p;
+  };
+  for (int u = 0; u < 20; ++u) {
+    Batch b = RandomBatch(64, 300 + static_cast<uint64_t>(u));
+    std::vector<float> y[2], td[2];
+    FusedStats st[2];
+    for (int s = 0; s < 2; ++s) {
+      y[s].resize(64);
+      td[s].resize(64);
+      st[s] = sides[s].f->Step(params(*sides[s].net), Ptrs(target), b.View(), true, u % 2 == 1,
+                               arrays(sides[s].g), arrays(sides[s].m), arrays(sides[s].v), u,
+                               AdamHyper{}, y[s].data(), td[s].data());
+    }
+    EXPECT_NEAR(st[0].loss, st[1].loss, 1e-4 * std::max(1.0, st[1].loss)) << u;
+    for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(y[0][i], y[1][i], 1e-4) << u << " " << i;
+  }
+  auto pa = a_net->parameters(), pb = b_net->parameters();
+  for (size_t k = 0; k < pa.size(); ++k) {
+    EXPECT_LT((pa[k] - pb[k]).abs().max().item<float>(), 1e-4) << "parameter " << k;
+  }
+}
+
+// Step() is Targets + LossAndGrad + AdamStep, bit for bit, and repeats bit for bit.
+TEST(FusedDqnUpdateTest, StepIsTheThreeCallsAndDeterministic) {
+  torch::manual_seed(12);
+  models::DuelingQNet n1, n2, n3, target;
+  {
+    torch::NoGradGuard ng;
+    auto src = n1->parameters(), d2 = n2->parameters(), d3 = n3->parameters();
+    for (size_t k = 0; k < src.size(); ++k) {
+      d2[k].copy_(src[k]);
+      d3[k].copy_(src[k]);
+    }
+  }
+  auto mut = [](models::DuelingQNet& net) {
+    DuelingParams p{};
+    auto ps = net->parameters();
+    for (size_t k = 0; k < 10; ++k) p[k] = ps[k].data_ptr<float>();
+    return p;
+  };
+  FusedDqnUpdate f1(DuelingShape{}), f2(DuelingShape{}), f3(DuelingShape{});
+  std::vector<std::vector<float>> g[3], m[3], v[3];
+  DuelingParams gp[3], mp[3], vp[3];
+  for (int s = 0; s < 3; ++s) {
+    for (int size : f1.sizes()) {
+      g[s].emplace_back(static_cast<size_t>(size));
+      m[s].emplace_back(static_cast<size_t>(size));
+      v[s].emplace_back(static_cast<size_t>(size));
+    }
+    for (size_t k = 0; k < 10; ++k) {
+      gp[s][k] = g[s][k].data();
+      mp[s][k] = m[s][k].data();
+      vp[s][k] = v[s][k].data();
+    }
+  }
+  for (int u = 0; u < 5; ++u) {
+    Batch b = RandomBatch(37, 500 + static_cast<uint64_t>(u));
+    std::vector<float> y1(37), y2(37), y3(37), td1(37), td2(37), td3(37);
+    f1.Step(mut(n1), Ptrs(target), b.View(), true, false, gp[0], mp[0], vp[0], u, AdamHyper{},
+            y1.data(), td1.data());
+    f3.Step(mut(n3), Ptrs(target), b.View(), true, false, gp[2], mp[2], vp[2], u, AdamHyper{},
+            y3.data(), td3.data());
+    f2.Targets(Ptrs(n2), Ptrs(target), b.View(), true, y2.data());
+    f2.LossAndGrad(Ptrs(n2), b.View(), y2.data(), false, gp[1], td2.data());
+    ConstDuelingParams cg{};
+    for (size_t k = 0; k < 10; ++k) cg[k] = gp[1][k];
+    f2.AdamStep(mut(n2), cg, mp[1], vp[1], u, AdamHyper{});
+    EXPECT_EQ(y1, y2);
+    EXPECT_EQ(y1, y3);
+    EXPECT_EQ(td1, td2);
+    EXPECT_EQ(td1, td3);
+  }
+  auto p1 = n1->parameters(), p2 = n2->parameters(), p3 = n3->parameters();
+  for (size_t k = 0; k < p1.size(); ++k) {
+    EXPECT_TRUE(torch::equal(p1[k], p2[k])) << k;
+    EXPECT_TRUE(torch::equal(p1[k], p3[k])) << k;
+  }
+}
 
 TEST(FusedDqnUpdateTest, ForwardMatchesTheModule) {
   torch::manual_seed(5);
