@@ -1,5 +1,6 @@
 #include "rollout/chunking.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -35,6 +36,33 @@ std::vector<v1::TrajectoryChunk> ChunkTrajectory(v1::Trajectory trajectory, uint
     c.set_total_bytes(bytes.size());
   }
   return chunks;
+}
+
+std::vector<std::string> SerializeTrajectoryChunks(v1::Trajectory trajectory, uint32_t attempt,
+                                                   size_t chunk_bytes) {
+  std::vector<v1::TrajectoryChunk> chunks =
+      ChunkTrajectory(std::move(trajectory), attempt, chunk_bytes);
+  std::vector<std::string> out(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) chunks[i].SerializeToString(&out[i]);
+  return out;
+}
+
+void AppendSerializedChunk(v1::WorkerMessage* msg, std::string* bytes) {
+  static_assert(v1::WorkerMessage::kChunksFieldNumber == 1);
+  msg->GetReflection()
+      ->MutableUnknownFields(msg)
+      ->AddLengthDelimited(v1::WorkerMessage::kChunksFieldNumber)
+      ->swap(*bytes);
+}
+
+std::vector<std::string> TakeBackSerializedChunks(v1::WorkerMessage* msg) {
+  google::protobuf::UnknownFieldSet* fields = msg->GetReflection()->MutableUnknownFields(msg);
+  std::vector<std::string> out(static_cast<size_t>(fields->field_count()));
+  for (int i = 0; i < fields->field_count(); ++i) {
+    out[static_cast<size_t>(i)].swap(*fields->mutable_field(i)->mutable_length_delimited());
+  }
+  fields->Clear();
+  return out;
 }
 
 Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(v1::TrajectoryChunk& chunk) {

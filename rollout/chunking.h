@@ -19,6 +19,18 @@ namespace allot::rollout {
 std::vector<v1::TrajectoryChunk> ChunkTrajectory(v1::Trajectory trajectory, uint32_t attempt,
                                                  size_t chunk_bytes);
 
+// ChunkTrajectory, each chunk serialized: what a worker keeps until the learner's ack.
+std::vector<std::string> SerializeTrajectoryChunks(v1::Trajectory trajectory, uint32_t attempt,
+                                                   size_t chunk_bytes);
+
+// Appends a serialized TrajectoryChunk to `msg` without parsing or copying it: the bytes are
+// swapped into an unknown length-delimited field 1, which on the wire is exactly an element of
+// WorkerMessage.chunks (field 1, length-delimited), so every receiver parses it as one. `bytes`
+// is left empty; TakeBackSerializedChunks hands the bytes back once the message was written.
+void AppendSerializedChunk(v1::WorkerMessage* msg, std::string* bytes);
+// Moves the serialized chunks out of `msg`, in AppendSerializedChunk order.
+std::vector<std::string> TakeBackSerializedChunks(v1::WorkerMessage* msg);
+
 // Reassembles parted trajectories, per stream. Not thread-safe.
 class TrajectoryAssembler {
  public:

@@ -48,6 +48,7 @@ struct WorkerConfig {
   int64_t chunk_bytes = 1 << 20;
   int64_t max_trajectory_bytes = 256 << 20;
   int64_t max_policy_bytes = 1LL << 30;
+  int64_t max_unacked_bytes = 16 << 20;
   double drain_timeout_s = 30.0;
   std::string metrics_listen = "127.0.0.1:9464";
   std::string port_file;
@@ -74,6 +75,11 @@ struct WorkerConfig {
              .max = 4.0 * (1LL << 30)});
     v.Field("max_policy_bytes", max_policy_bytes,
             {.doc = "largest policy update accepted", .min = 1 << 10, .max = 16.0 * (1LL << 30)});
+    v.Field("max_unacked_bytes", max_unacked_bytes,
+            {.doc = "no episode starts while finished, unacknowledged trajectories hold more "
+                    "serialized bytes than this (backpressure in bytes; capacity counts episodes)",
+             .min = 1 << 20,
+             .max = 64.0 * (1LL << 30)});
     v.Field("drain_timeout_s", drain_timeout_s,
             {.doc = "on SIGTERM/Drain: time to finish in-flight episodes before returning them",
              .min = 0.0,

@@ -426,39 +426,47 @@ void Dispatcher::ScheduleLocked() {
   if (stopping_ || pending_.empty()) return;
   int64_t budget = config_.max_buffered - in_flight_ - static_cast<int64_t>(ready_.size());
   if (budget <= 0) return;
-  std::vector<std::pair<int64_t, int>> order;
+  // Water-filling: every episode goes to the worker with the most free slots, so that a batch
+  // smaller than the total free capacity is spread over all workers instead of filling the
+  // first one (all workers run in parallel, and each stream carries a share of the bytes).
+  std::vector<std::pair<int64_t, int>> heap;  // (free slots, connection), max-heap
   for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
     Connection& c = *conns_[i];
     if (!c.connected || c.draining || c.full) continue;
     const int64_t free = static_cast<int64_t>(c.capacity) - static_cast<int64_t>(c.assigned.size());
-    if (free > 0) order.emplace_back(-free, i);
+    if (free > 0) heap.emplace_back(free, i);
   }
-  std::sort(order.begin(), order.end());  // most free capacity first
+  if (heap.empty()) return;
+  std::make_heap(heap.begin(), heap.end());
+  std::vector<bool> touched(conns_.size(), false);
   const uint64_t version = policy_ ? policy_->version : 0;
-  for (auto [neg_free, i] : order) {
+  while (budget > 0 && !pending_.empty() && !heap.empty()) {
+    std::string id = std::move(pending_.front());
+    pending_.pop_front();
+    auto e = ledger_.find(id);
+    if (e == ledger_.end() || e->second.state != State::kPending) continue;
+    std::pop_heap(heap.begin(), heap.end());
+    const int i = heap.back().second;
     Connection& c = *conns_[i];
-    int64_t n = std::min(-neg_free, budget);
-    bool sent = false;
-    while (n > 0 && !pending_.empty()) {
-      std::string id = std::move(pending_.front());
-      pending_.pop_front();
-      auto e = ledger_.find(id);
-      if (e == ledger_.end() || e->second.state != State::kPending) continue;
-      Entry& entry = e->second;
-      entry.state = State::kInFlight;
-      entry.conn = i;
-      ++entry.attempts;
-      entry.request.set_attempt(entry.attempts);
-      entry.request.set_policy_version(version);
-      c.to_send.push_back(entry.request);
-      c.assigned.insert(id);
-      ++in_flight_;
-      --n;
-      --budget;
-      sent = true;
+    Entry& entry = e->second;
+    entry.state = State::kInFlight;
+    entry.conn = i;
+    ++entry.attempts;
+    entry.request.set_attempt(entry.attempts);
+    entry.request.set_policy_version(version);
+    c.to_send.push_back(entry.request);
+    c.assigned.insert(std::move(id));
+    ++in_flight_;
+    --budget;
+    touched[static_cast<size_t>(i)] = true;
+    if (--heap.back().first > 0) {
+      std::push_heap(heap.begin(), heap.end());
+    } else {
+      heap.pop_back();
     }
-    if (sent) c.cv.notify_all();
-    if (budget <= 0 || pending_.empty()) break;
+  }
+  for (size_t i = 0; i < touched.size(); ++i) {
+    if (touched[i]) conns_[i]->cv.notify_all();
   }
 }
 

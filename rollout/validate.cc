@@ -138,21 +138,27 @@ namespace {
 // vectorizer cost model), so that an 8k-token trajectory is checked at memory speed. Only when
 // one fails does the caller look for the offending element to name it.
 bool AllBelow2Pow31(const google::protobuf::RepeatedField<uint32_t>& v) {
+  const uint32_t* p = v.data();
+  const int n = v.size();
   uint32_t acc = 0;
-  for (uint32_t x : v) acc |= x;
+  for (int i = 0; i < n; ++i) acc |= p[i];
   return (acc >> 31) == 0;
 }
 
 bool AllNonPositive(const google::protobuf::RepeatedField<float>& v) {
-  bool bad = false;
-  for (float x : v) bad |= !(x <= 0.0f);  // NaN fails too
-  return !bad;
+  const float* p = v.data();
+  const int n = v.size();
+  uint32_t bad = 0;
+  for (int i = 0; i < n; ++i) bad |= !(p[i] <= 0.0f);  // NaN fails too
+  return bad == 0;
 }
 
 bool AllFinite(const google::protobuf::RepeatedField<float>& v) {
-  bool bad = false;
-  for (float x : v) bad |= !(std::fabs(x) <= std::numeric_limits<float>::max());
-  return !bad;
+  const float* p = v.data();
+  const int n = v.size();
+  uint32_t bad = 0;
+  for (int i = 0; i < n; ++i) bad |= !(std::fabs(p[i]) <= std::numeric_limits<float>::max());
+  return bad == 0;
 }
 
 }  // namespace

@@ -194,7 +194,8 @@ void WorkerService::RejectLocked(const std::string& id, v1::RejectReason reason,
   metrics_.RecordRejected(reason);
 }
 
-void WorkerService::HandleEpisodeLocked(const v1::EpisodeRequest& req) {
+void WorkerService::HandleEpisodeLocked(v1::EpisodeRequest* request) {
+  const v1::EpisodeRequest& req = *request;
   Status valid = ValidateEpisodeRequest(req);
   if (!valid.ok()) {
     RejectLocked(req.episode_id(), v1::REJECT_REASON_INVALID, valid.message());
@@ -224,10 +225,10 @@ void WorkerService::HandleEpisodeLocked(const v1::EpisodeRequest& req) {
     RejectLocked(id, v1::REJECT_REASON_NO_CAPACITY, "worker " + worker_id_ + " is full");
     return;
   }
-  Episode& ep = episodes_[id];
-  ep.request = req;
-  ep.accepted = Clock::now();
   queue_.push_back(id);
+  Episode& ep = episodes_[id];
+  ep.request = std::make_shared<const v1::EpisodeRequest>(std::move(*request));
+  ep.accepted = Clock::now();
   work_cv_.notify_one();
 }
 
@@ -237,7 +238,11 @@ void WorkerService::RunEpisodes() {
     Episode ep;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      // Backpressure in bytes as well as in episodes: no new episode starts while the
+      // finished-but-unacknowledged trajectories exceed max_unacked_bytes.
+      work_cv_.wait(lock, [&] {
+        return stopping_ || (!queue_.empty() && outbox_bytes_ < config_.max_unacked_bytes);
+      });
       if (stopping_) return;
       id = std::move(queue_.front());
       queue_.pop_front();
@@ -248,8 +253,9 @@ void WorkerService::RunEpisodes() {
     const Clock::time_point started = Clock::now();
     v1::Trajectory t = RunOne(id, ep, started);
     metrics_.RecordEpisode(t, std::chrono::duration<double>(Clock::now() - started).count());
-    std::vector<v1::TrajectoryChunk> chunks = ChunkTrajectory(
-        std::move(t), ep.request.attempt(), static_cast<size_t>(config_.chunk_bytes));
+    // Serialized once here, on the episode thread; the stream writer only moves bytes.
+    std::vector<std::string> chunks = SerializeTrajectoryChunks(
+        std::move(t), ep.request->attempt(), static_cast<size_t>(config_.chunk_bytes));
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = episodes_.find(id);
@@ -259,6 +265,8 @@ void WorkerService::RunEpisodes() {
       if (!returned && !stopping_) {
         Finished& f = outbox_[id];
         f.chunks = std::move(chunks);
+        for (const auto& c : f.chunks) f.bytes += static_cast<int64_t>(c.size());
+        outbox_bytes_ += f.bytes;
         f.order = next_order_++;
         unsent_.push_back(id);
       }
@@ -270,7 +278,7 @@ void WorkerService::RunEpisodes() {
 
 v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
                                      Clock::time_point started) {
-  const v1::EpisodeRequest& req = ep.request;
+  const v1::EpisodeRequest& req = *ep.request;
   const Clock::time_point deadline = req.timeout_ms() > 0
                                          ? ep.accepted + std::chrono::milliseconds(req.timeout_ms())
                                          : Clock::time_point::max();
@@ -328,10 +336,16 @@ v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
 }
 
 bool WorkerService::HasOutgoingLocked() const {
-  return !unsent_.empty() || !rejected_.empty() || !policy_applied_.empty() || status_dirty_;
+  if (!rejected_.empty() || !policy_applied_.empty() || status_dirty_) return true;
+  if (unsent_.empty()) return false;
+  // Not while the next chunk to send is still lent to a message of a superseded stream.
+  auto it = outbox_.find(unsent_.front());
+  return it == outbox_.end() || it->second.sent ||
+         it->second.next_chunk >= it->second.chunks.size() ||
+         !it->second.chunks[it->second.next_chunk].empty();
 }
 
-void WorkerService::FillMessageLocked(v1::WorkerMessage* msg) {
+void WorkerService::FillMessageLocked(v1::WorkerMessage* msg, std::vector<Lent>* lent) {
   size_t bytes = 0;
   const size_t budget = static_cast<size_t>(config_.chunk_bytes);
   // Small trajectories batch together; a parted one continues at the front until all of its
@@ -344,9 +358,12 @@ void WorkerService::FillMessageLocked(v1::WorkerMessage* msg) {
     }
     Finished& f = it->second;
     while (f.next_chunk < f.chunks.size() && bytes < budget) {
-      const v1::TrajectoryChunk& c = f.chunks[f.next_chunk++];
-      bytes += c.ByteSizeLong();
-      *msg->add_chunks() = c;
+      std::string& c = f.chunks[f.next_chunk];
+      if (c.empty()) break;  // lent to a message still being written on an old stream
+      bytes += c.size();
+      lent->push_back(Lent{it->first, f.order, f.next_chunk});
+      AppendSerializedChunk(msg, &c);
+      ++f.next_chunk;
     }
     if (f.next_chunk < f.chunks.size()) break;
     f.sent = true;
@@ -362,21 +379,40 @@ void WorkerService::FillMessageLocked(v1::WorkerMessage* msg) {
   }
 }
 
+void WorkerService::ReturnLentLocked(v1::WorkerMessage* msg, const std::vector<Lent>& lent) {
+  std::vector<std::string> bytes = TakeBackSerializedChunks(msg);
+  for (size_t i = 0; i < lent.size() && i < bytes.size(); ++i) {
+    auto it = outbox_.find(lent[i].id);
+    // Gone (acknowledged meanwhile) or a later episode under the same id: drop the bytes.
+    if (it == outbox_.end() || it->second.order != lent[i].order) continue;
+    it->second.chunks[lent[i].chunk].swap(bytes[i]);
+  }
+}
+
 void WorkerService::WriterLoop(
     uint64_t session, grpc::ServerReaderWriter<v1::WorkerMessage, v1::LearnerMessage>* stream) {
+  std::vector<Lent> lent;
   for (;;) {
     v1::WorkerMessage msg;
+    lent.clear();
     {
       std::unique_lock<std::mutex> lock(mu_);
       out_cv_.wait(lock, [&] { return stopping_ || session_ != session || HasOutgoingLocked(); });
       if (stopping_ || session_ != session) return;
-      FillMessageLocked(&msg);
+      FillMessageLocked(&msg, &lent);
     }
-    if (msg.chunks_size() == 0 && msg.rejected_size() == 0 && msg.policy_applied_size() == 0 &&
+    if (lent.empty() && msg.rejected_size() == 0 && msg.policy_applied_size() == 0 &&
         !msg.has_status()) {
       continue;
     }
-    if (!stream->Write(msg)) return;
+    // Write serializes the message before it returns, so the lent chunks can go back at once.
+    const bool ok = stream->Write(msg);
+    if (!lent.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ReturnLentLocked(&msg, lent);
+    }
+    out_cv_.notify_all();
+    if (!ok) return;
   }
 }
 
@@ -429,7 +465,16 @@ grpc::Status WorkerService::Rollout(
       if (!valid.ok()) {
         RejectLocked("", v1::REJECT_REASON_INVALID, valid.message());
       } else {
-        for (const auto& id : msg.acks()) outbox_.erase(id);
+        const int64_t before = outbox_bytes_;
+        for (const auto& id : msg.acks()) {
+          auto it = outbox_.find(id);
+          if (it == outbox_.end()) continue;
+          outbox_bytes_ -= it->second.bytes;
+          outbox_.erase(it);
+        }
+        if (before >= config_.max_unacked_bytes && outbox_bytes_ < config_.max_unacked_bytes) {
+          work_cv_.notify_all();
+        }
         if (msg.acks_size() > 0) status_dirty_ = status_dirty_ || draining_;
         for (const auto& id : msg.cancel()) {
           auto it = episodes_.find(id);
@@ -452,7 +497,7 @@ grpc::Status WorkerService::Rollout(
                           std::to_string(policy_->version));
           }
         }
-        for (const auto& req : msg.episodes()) HandleEpisodeLocked(req);
+        for (auto& req : *msg.mutable_episodes()) HandleEpisodeLocked(&req);
       }
     }
     out_cv_.notify_all();

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "proto/allot/v1/rollout.grpc.pb.h"
@@ -58,29 +59,39 @@ class WorkerService final : public v1::RolloutWorker::Service {
 
  private:
   struct Episode {
-    v1::EpisodeRequest request;
+    std::shared_ptr<const v1::EpisodeRequest> request;  // shared with the thread running it
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
     bool returned = false;  // handed back during a drain; its result is dropped
     std::chrono::steady_clock::time_point accepted;
   };
   struct Finished {
-    std::vector<v1::TrajectoryChunk> chunks;
+    // Serialized TrajectoryChunk messages in part order. A chunk inside a message being
+    // written is lent to it (its string is empty: a serialized chunk never is) until the writer
+    // hands it back, so that sending and resending never copy or re-serialize a trajectory.
+    std::vector<std::string> chunks;
     uint64_t order = 0;
     size_t next_chunk = 0;  // parts already written on the active stream
     bool sent = false;      // all parts written on the active stream
+    int64_t bytes = 0;      // sum of the chunks' sizes
+  };
+  struct Lent {
+    std::string id;
+    uint64_t order;  // tells the entry apart from a later one under the same id
+    size_t chunk;
   };
 
   void RunEpisodes();  // thread body
   v1::Trajectory RunOne(const std::string& id, const Episode& ep,
                         std::chrono::steady_clock::time_point started);
   // All under mu_:
-  void HandleEpisodeLocked(const v1::EpisodeRequest& req);
+  void HandleEpisodeLocked(v1::EpisodeRequest* req);  // moves from *req when accepted
   void RejectLocked(const std::string& id, v1::RejectReason reason, const std::string& message);
   void CheckDrainDeadlineLocked();
   uint32_t FreeSlotsLocked() const;
   v1::WorkerStatus StatusLocked() const;
   bool HasOutgoingLocked() const;
-  void FillMessageLocked(v1::WorkerMessage* msg);
+  void FillMessageLocked(v1::WorkerMessage* msg, std::vector<Lent>* lent);
+  void ReturnLentLocked(v1::WorkerMessage* msg, const std::vector<Lent>& lent);
   void WriterLoop(uint64_t session,
                   grpc::ServerReaderWriter<v1::WorkerMessage, v1::LearnerMessage>* stream);
 
@@ -97,10 +108,11 @@ class WorkerService final : public v1::RolloutWorker::Service {
   bool stopping_ = false;
   bool draining_ = false;
   std::chrono::steady_clock::time_point drain_deadline_;
-  std::map<std::string, Episode> episodes_;  // accepted, not finished
-  std::deque<std::string> queue_;            // accepted, waiting for a thread
-  std::map<std::string, Finished> outbox_;   // finished, not acknowledged
-  std::deque<std::string> unsent_;           // outbox ids to send on the active stream
+  std::unordered_map<std::string, Episode> episodes_;  // accepted, not finished
+  std::deque<std::string> queue_;                      // accepted, waiting for a thread
+  std::unordered_map<std::string, Finished> outbox_;   // finished, not acknowledged
+  int64_t outbox_bytes_ = 0;                           // serialized size of the outbox
+  std::deque<std::string> unsent_;                     // outbox ids to send on the active stream
   uint64_t next_order_ = 0;
   std::vector<v1::EpisodeRejected> rejected_;
   std::vector<v1::PolicyApplied> policy_applied_;

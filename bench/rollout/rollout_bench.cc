@@ -3,7 +3,7 @@
 // re-dispatch of its episodes.
 //
 //   allot_rollout_bench [--workers 4] [--small 200000] [--large 20000] [--trials 3]
-//                       [--redispatch <trials>]
+//                       [--redispatch <trials>] [--warmup 1] [--unacked-mb <MiB>]
 //
 // --small 0 / --large 0 / --redispatch 0 skip a part (e.g. to count instructions per
 // trajectory under callgrind from the difference of two runs).
@@ -96,6 +96,8 @@ struct Worker {
 std::string
     g_self;  // this executable, resolved once (valgrind-safe, unlike exec of /proc/self/exe)
 
+int g_unacked_mb = 0;  // worker max_unacked_bytes in MiB (0: the worker's default)
+
 Worker Spawn(int index) {
   const std::string port_file =
       "/tmp/allot_rollout_bench_" + std::to_string(getpid()) + "_" + std::to_string(index);
@@ -103,7 +105,10 @@ Worker Spawn(int index) {
   const std::string yaml =
       "{listen: \"127.0.0.1:0\", metrics_listen: \"\", capacity: 4096, "
       "threads: 2, drain_timeout_s: 0, port_file: \"" +
-      port_file + "\"}";
+      port_file + "\"" +
+      (g_unacked_mb > 0 ? ", max_unacked_bytes: " + std::to_string(int64_t{g_unacked_mb} << 20)
+                        : std::string()) +
+      "}";
   Worker w;
   w.pid = fork();
   if (w.pid == 0) {
@@ -161,6 +166,7 @@ int RunBench(int argc, char** argv) {
   int large = 20000;
   int trials = 3;
   int redispatch = -1;
+  int warmup = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
@@ -169,6 +175,8 @@ int RunBench(int argc, char** argv) {
     if (flag == "--large") large = value;
     if (flag == "--trials") trials = value;
     if (flag == "--redispatch") redispatch = value;
+    if (flag == "--unacked-mb") g_unacked_mb = value;
+    if (flag == "--warmup") warmup = value;
   }
   if (redispatch < 0) redispatch = trials;
   char self[4096] = {0};
@@ -190,8 +198,9 @@ int RunBench(int argc, char** argv) {
     std::fprintf(stderr, "workers did not come up\n");
     return 1;
   }
-  for (int t = 0; t < trials && small > 0; ++t) Ingest(**d, "1KB", small, 120, t);
-  for (int t = 0; t < trials && large > 0; ++t) Ingest(**d, "8k", large, 8192, t);
+  // Warm-up rounds (printed as trial -1) pay the processes' first touch of their buffers.
+  for (int t = -warmup; t < trials && small > 0; ++t) Ingest(**d, "1KB", small, 120, t);
+  for (int t = -warmup; t < trials && large > 0; ++t) Ingest(**d, "8k", large, 8192, t);
 
   // Worker death -> re-dispatch: fill every worker with episodes that never finish, SIGKILL
   // one, and time until the dispatcher has sent its episodes elsewhere.

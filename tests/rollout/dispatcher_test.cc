@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -219,6 +220,18 @@ TEST_F(DispatcherTest, BackpressureBoundsWhatIsBuffered) {
   EXPECT_LE(s.in_flight + s.ready, 10);
   EXPECT_GE(s.pending, 40);
   EXPECT_EQ(Collect(*d, 50, 10s).size(), 50u);
+}
+
+TEST_F(DispatcherTest, EpisodesSpreadOverWorkersByFreeCapacity) {
+  // Fewer episodes than free slots: water-filling gives each worker an equal share instead of
+  // filling the first one.
+  for (int i = 0; i < 4; ++i) AddWorker(/*capacity=*/32, /*threads=*/8);
+  auto d = MakeDispatcher();
+  ASSERT_TRUE(d->Submit(EchoRequests("spread-", 20, "{delay_ms: 20}")).ok());
+  std::map<std::string, int> per_worker;
+  for (const auto& f : Collect(*d, 20, 10s)) ++per_worker[f.worker];
+  ASSERT_EQ(per_worker.size(), 4u);
+  for (const auto& [worker, n] : per_worker) EXPECT_EQ(n, 5) << worker;
 }
 
 TEST_F(DispatcherTest, MetricsEndpointServesPrometheusText) {

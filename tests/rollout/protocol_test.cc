@@ -1,6 +1,8 @@
 // Validation, chunking and security helpers: fast unit tests.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "rollout/chunking.h"
 #include "rollout/security.h"
 #include "rollout/validate.h"
@@ -95,6 +97,52 @@ TEST(ChunkingTest, LargeTrajectoryRoundTripsInParts) {
   ASSERT_TRUE(r->has_value());
   EXPECT_EQ((*r)->SerializeAsString(), t.SerializeAsString());
   EXPECT_EQ(a.open(), 0u);
+}
+
+TEST(ChunkingTest, SerializedChunksParseAsTypedChunks) {
+  // What a worker writes: pre-serialized chunks (one whole, one trajectory in parts) next to
+  // typed fields. The learner parses it with the ordinary WorkerMessage.
+  const v1::Trajectory small = LongTrajectory("small", 10);
+  const v1::Trajectory big = LongTrajectory("big", 5000);
+  std::vector<std::string> whole = SerializeTrajectoryChunks(small, 2, 16 << 10);
+  std::vector<std::string> parts = SerializeTrajectoryChunks(big, 1, 16 << 10);
+  ASSERT_EQ(whole.size(), 1u);
+  ASSERT_GT(parts.size(), 1u);
+  std::vector<std::string> originals = whole;
+  originals.insert(originals.end(), parts.begin(), parts.end());
+
+  v1::WorkerMessage msg;
+  msg.add_rejected()->set_episode_id("r");
+  for (auto& bytes : whole) AppendSerializedChunk(&msg, &bytes);
+  for (auto& bytes : parts) AppendSerializedChunk(&msg, &bytes);
+  msg.mutable_status()->set_free_slots(7);
+  EXPECT_TRUE(whole[0].empty());  // moved into the message, not copied
+
+  v1::WorkerMessage parsed;
+  ASSERT_TRUE(parsed.ParseFromString(msg.SerializeAsString()));
+  ASSERT_EQ(parsed.chunks_size(), static_cast<int>(originals.size()));
+  EXPECT_EQ(parsed.rejected(0).episode_id(), "r");
+  EXPECT_EQ(parsed.status().free_slots(), 7u);
+  EXPECT_EQ(parsed.chunks(0).attempt(), 2u);
+  EXPECT_EQ(parsed.chunks(0).whole().SerializeAsString(), small.SerializeAsString());
+  TrajectoryAssembler a(1 << 30, 4);
+  std::optional<v1::Trajectory> rebuilt;
+  for (int i = 1; i < parsed.chunks_size(); ++i) {
+    v1::TrajectoryChunk c = parsed.chunks(i);
+    auto r = a.Add(c);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (r->has_value()) rebuilt = std::move(**r);
+  }
+  ASSERT_TRUE(rebuilt.has_value());
+  EXPECT_EQ(rebuilt->SerializeAsString(), big.SerializeAsString());
+
+  // After the write the bytes come back unchanged, in order, and the message holds none.
+  std::vector<std::string> back = TakeBackSerializedChunks(&msg);
+  EXPECT_EQ(back, originals);
+  v1::WorkerMessage rest;
+  rest.add_rejected()->set_episode_id("r");
+  rest.mutable_status()->set_free_slots(7);
+  EXPECT_EQ(msg.SerializeAsString(), rest.SerializeAsString());
 }
 
 TEST(ChunkingTest, RejectsOutOfOrderAndOversizedParts) {

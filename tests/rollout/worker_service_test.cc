@@ -1,6 +1,8 @@
 // The worker's gRPC surface driven by a raw client: auth, malformed and oversized messages.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "rollout/chunking.h"
 #include "rollout/dispatcher.h"
 #include "rollout/security.h"
@@ -190,6 +192,52 @@ TEST_F(WorkerServiceTest, UnacknowledgedTrajectoriesAreResentOnTheNextStream) {
   EXPECT_EQ(unacked, 0u);
   ctx2.TryCancel();
   s2->Finish();
+}
+
+TEST_F(WorkerServiceTest, UnacknowledgedBytesHoldBackNewEpisodes) {
+  WorkerConfig wc;
+  wc.listen = "127.0.0.1:0";
+  wc.metrics_listen = "";
+  wc.max_unacked_bytes = 1 << 20;
+  wc.threads = 1;  // the bound applies when an episode starts
+  auto started = WorkerServer::Start(wc, &registry_);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  std::unique_ptr<WorkerServer> w = std::move(started).value();
+  auto stub = v1::RolloutWorker::NewStub(
+      grpc::CreateChannel(w->address(), grpc::InsecureChannelCredentials()));
+  auto heartbeat = [&] {
+    grpc::ClientContext hb;
+    v1::HeartbeatReply reply;
+    EXPECT_TRUE(stub->Heartbeat(&hb, v1::HeartbeatRequest(), &reply).ok());
+    return reply;
+  };
+  grpc::ClientContext ctx;
+  auto stream = stub->Rollout(&ctx);
+  v1::LearnerMessage msg;
+  // About 800 KB each: the second one pushes the outbox past 1 MiB, the other two must wait.
+  for (int i = 0; i < 4; ++i)
+    *msg.add_episodes() = EchoRequest("fat-" + std::to_string(i), "{tokens: 100000}");
+  ASSERT_TRUE(stream->Write(msg));
+  std::set<std::string> got;
+  ASSERT_TRUE(ReadUntil(stream.get(), [&](const v1::WorkerMessage& m) {
+    for (const auto& c : m.chunks()) got.insert(c.episode_id());
+    return got.size() >= 2;
+  }));
+  std::this_thread::sleep_for(100ms);
+  v1::HeartbeatReply held = heartbeat();
+  EXPECT_EQ(held.unacked(), 2u);
+  EXPECT_EQ(held.running(), 2u);  // accepted, not started
+  // Acknowledging frees the bytes: the rest run.
+  v1::LearnerMessage ack;
+  for (const auto& id : got) ack.add_acks(id);
+  ASSERT_TRUE(stream->Write(ack));
+  ASSERT_TRUE(ReadUntil(stream.get(), [&](const v1::WorkerMessage& m) {
+    for (const auto& c : m.chunks()) got.insert(c.episode_id());
+    return got.size() >= 4;
+  }));
+  ctx.TryCancel();
+  stream->Finish();
+  w->Shutdown();
 }
 
 }  // namespace
