@@ -1,12 +1,14 @@
 // DQN navigator benchmarks (issue 7): Double-DQN updates per second at batch 64 (RLoT Table 21)
-// on the fused path and the LibTorch autograd path, and single-state greedy action selection
-// (NavigatorMlp). bench/trainer/run.sh compares them with PyTorch in the same run.
+// on the fused path and the LibTorch autograd path, the fused kernels alone per instruction set,
+// and single-state greedy action selection (NavigatorMlp). bench/trainer/run.sh compares them
+// with PyTorch in the same run.
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <random>
 
 #include "trainer/dqn_learner.h"
+#include "trainer/fused_dqn_update.h"
 
 namespace allot::trainer {
 namespace {
@@ -51,6 +53,58 @@ void Update(benchmark::State& state, bool fused) {
 void BM_DqnUpdateFused(benchmark::State& state) { Update(state, true); }
 void BM_DqnUpdateLibTorch(benchmark::State& state) { Update(state, false); }
 
+// The fused kernels alone (FusedDqnUpdate::Step on plain arrays), per instruction set: what a
+// CPU without AVX2 would get from the portable SSE2 build.
+void KernelStep(benchmark::State& state, FusedIsa isa) {
+  if (isa == FusedIsa::kAvx2 && !FusedDqnUpdate::Avx2Supported()) {
+    state.SkipWithError("no AVX2 on this CPU");
+    return;
+  }
+  FusedDqnUpdate fused(DuelingShape{}, isa);
+  std::vector<std::vector<float>> online, target, grads, m, v;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> u(-0.2f, 0.2f);
+  for (int size : fused.sizes()) {
+    std::vector<float> w(static_cast<size_t>(size));
+    for (auto& x : w) x = u(rng);
+    online.push_back(w);
+    target.push_back(w);
+    grads.emplace_back(w.size());
+    m.emplace_back(w.size());
+    v.emplace_back(w.size());
+  }
+  auto ptrs = [](std::vector<std::vector<float>>& a) {
+    DuelingParams p{};
+    for (size_t k = 0; k < p.size(); ++k) p[k] = a[k].data();
+    return p;
+  };
+  ConstDuelingParams tg{};
+  for (size_t k = 0; k < tg.size(); ++k) tg[k] = target[k].data();
+  std::vector<SampledBatch> batches;
+  for (int i = 0; i < 16; ++i) batches.push_back(RandomBatch(64, static_cast<uint64_t>(i)));
+  std::vector<float> y(64), td(64);
+  int64_t step = 0;
+  for (auto _ : state) {
+    const SampledBatch& b = batches[static_cast<size_t>(step) % batches.size()];
+    FusedBatch fb{64,
+                  b.states.data(),
+                  b.next_states.data(),
+                  b.actions.data(),
+                  b.rewards.data(),
+                  b.dones.data(),
+                  b.discounts.data(),
+                  b.weights.data()};
+    auto st = fused.Step(ptrs(online), tg, fb, true, false, ptrs(grads), ptrs(m), ptrs(v), step++,
+                         AdamHyper{}, y.data(), td.data());
+    benchmark::DoNotOptimize(st);
+  }
+  state.SetLabel(fused.kernel());
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_FusedKernelsAvx2(benchmark::State& state) { KernelStep(state, FusedIsa::kAvx2); }
+void BM_FusedKernelsPortable(benchmark::State& state) { KernelStep(state, FusedIsa::kPortable); }
+
 void BM_NavigatorGreedy(benchmark::State& state) {
   DqnLearner learner(DqnConfig{}, 1);
   auto b = RandomBatch(64, 5);
@@ -64,6 +118,8 @@ void BM_NavigatorGreedy(benchmark::State& state) {
 
 BENCHMARK(BM_DqnUpdateFused)->MeasureProcessCPUTime()->MinTime(1.0);
 BENCHMARK(BM_DqnUpdateLibTorch)->MeasureProcessCPUTime()->MinTime(1.0);
+BENCHMARK(BM_FusedKernelsAvx2)->MeasureProcessCPUTime()->MinTime(0.5);
+BENCHMARK(BM_FusedKernelsPortable)->MeasureProcessCPUTime()->MinTime(0.5);
 BENCHMARK(BM_NavigatorGreedy)->MeasureProcessCPUTime()->MinTime(0.5);
 
 }  // namespace

@@ -44,6 +44,12 @@ print(f"PyTorch {py['torch_version']}, batch 64, one thread, process CPU time")
 print(f"updates/s    allot fused {fused:>9.0f}   allot libtorch {lt:>8.0f}   pytorch {torch_ups:>8.0f}")
 print(f"  ratio fused/pytorch {fused / torch_ups:6.1f}x (target >= 10x) {mark(fused / torch_ups >= 10)}"
       f"   libtorch/pytorch {lt / torch_ups:5.1f}x")
+for name, isa in (("BM_FusedKernelsAvx2", "avx2+fma"), ("BM_FusedKernelsPortable", "sse2")):
+    b = cpp.get(name)
+    if b is None or b.get("error_occurred"):
+        print(f"  kernels alone, {isa:8s}: not run ({(b or {}).get('error_message', 'missing')})")
+    else:
+        print(f"  kernels alone, {isa:8s}: {ups(name):9.0f} updates/s   {ups(name) / torch_ups:6.1f}x pytorch")
 g = us("BM_NavigatorGreedy")
 print(f"greedy action  allot {g:8.3f} us   pytorch {py['greedy_us']:8.1f} us   "
       f"ratio {py['greedy_us'] / g:6.0f}x   (target < 20 us) {mark(g < 20)}")
