@@ -319,7 +319,10 @@ const FastOps* SelectOps(FusedIsa isa) {
 
 bool FusedDqnUpdate::Avx2Supported() {
 #if ALLOT_FUSED_X86
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool supported = [] {
+    __builtin_cpu_init();  // in case this runs before main (static initialisers)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return supported;
 #else
   return false;
