@@ -5,19 +5,51 @@
 
 #include "apps/allot_config.h"
 #include "apps/commands.h"
+#include "core/logging.h"
 #include "envs/synthetic/chain_env.h"
+#include "llm/serve/serve_command.h"
 #include "rollout/env.h"
 #include "rollout/worker.h"
 
 namespace allot::apps {
 
 void AddServiceCommands(CLI::App& app, int* exit_code) {
-  auto sink = std::make_shared<std::vector<std::string>>();
+  auto sc = std::make_shared<llm::serve::ServeConfig>();
   CLI::App* serve =
       app.add_subcommand("serve", "OpenAI-compatible server for a local model and adapters");
-  serve->add_option("--model", *sink, "Hugging Face model directory");
-  serve->add_option("--adapter", *sink, "PEFT adapter directory");
-  serve->callback([=] { *exit_code = NotLanded("serve", "the local model server"); });
+  serve->add_option("--model", sc->model, "Hugging Face model directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  serve->add_option("--adapter", sc->adapters, "PEFT adapter to load, NAME=DIR (repeatable)");
+  serve->add_option("--host", sc->host, "address to bind")->capture_default_str();
+  serve->add_option("--port", sc->port, "TCP port (0 = any free port)")->capture_default_str();
+  serve->add_option("--max-batch", sc->max_batch, "sequences decoded together")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--batch-wait-ms", sc->batch_wait_ms, "wait for more requests per batch")
+      ->capture_default_str();
+  serve->add_option("--served-model-name", sc->served_model_name,
+                    "model id clients send (default: the directory's name)");
+  serve->add_option("--dtype", sc->dtype, "weight dtype")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
+  serve->add_option("--device", sc->device, "torch device")->capture_default_str();
+  serve->add_option("--api-key", sc->api_key, "require Authorization: Bearer KEY");
+  serve->add_option("--chat-template", sc->chat_template.kind, "auto, chatml or llama3")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "chatml", "llama3"}));
+  serve->callback([=] {
+    if (!sc->api_key.empty()) RegisterSecret(sc->api_key);
+    Status s = llm::serve::RunServe(*sc, [&](const std::string& url) {
+      std::cout << "allot serve: listening on " << url << " (Ctrl-C to stop)" << std::endl;
+    });
+    if (!s.ok()) {
+      std::cerr << "allot serve: " << s.message() << "\n";
+      *exit_code = kExitError;
+      return;
+    }
+    *exit_code = kExitOk;
+  });
 
   struct WorkerArgs {
     std::string config;

@@ -10,56 +10,121 @@ namespace {
 struct Live {
   size_t request = 0;
   size_t sample = 0;
+  const GenerationRequest* req = nullptr;
   const SamplingParams* params = nullptr;
   Sampler sampler;
   GeneratedSequence out;
   std::string text;                    // decoded so far (only when the request has stop strings)
   size_t stop_at = std::string::npos;  // byte offset of the matched stop string in `text`
 
-  Live(size_t r, size_t s, const SamplingParams* p)
-      : request(r), sample(s), params(p), sampler(*p, s) {}
+  Live(size_t r, size_t s, const GenerationRequest* q)
+      : request(r), sample(s), req(q), params(&q->params), sampler(q->params, s) {}
 };
 
 bool Contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// Samples the sequence's next token from `logits` and records it. Returns whether the sequence
+// has finished (stop token, EOS, stop string or max_tokens).
+Result<bool> Advance(Live& s, const at::Tensor& logits, const std::vector<int32_t>& eos,
+                     const Tokenizer* tokenizer) {
+  const SamplingParams& p = *s.params;
+  SampledToken tok = s.sampler.Sample(logits);
+  s.out.token_ids.push_back(tok.token);
+  s.out.logprobs.push_back(tok.logprob);
+  bool done = false;
+  if (Contains(p.stop_token_ids, tok.token) || (!p.ignore_eos && Contains(eos, tok.token))) {
+    s.out.finish_reason = "stop";
+    s.out.stop_token = tok.token;
+    done = true;
+  }
+  if (!done && !p.stop.empty()) {
+    const size_t before = s.text.size();
+    ALLOT_ASSIGN_OR_RETURN(s.text, tokenizer->Decode(s.out.token_ids));
+    size_t longest = 0;
+    for (const auto& stop : p.stop) longest = std::max(longest, stop.size());
+    // Look again a little before the old end: the last character may have been incomplete.
+    const size_t from = before > longest + 4 ? before - longest - 4 : 0;
+    for (const auto& stop : p.stop) {
+      const size_t at = s.text.find(stop, from);
+      if (at != std::string::npos && at < s.stop_at) {
+        s.stop_at = at;
+        s.out.stop_string = stop;
+      }
+    }
+    if (s.out.stop_string) {
+      s.out.finish_reason = "stop";
+      done = true;
+    }
+  }
+  if (!done && static_cast<int64_t>(s.out.token_ids.size()) >= p.max_tokens) {
+    s.out.finish_reason = "length";
+    done = true;
+  }
+  if (s.req->on_token) s.req->on_token(s.sample, tok, done);
+  return done;
+}
+
+// Decodes the finished sequence's text (without the stop token, cut at the stop string).
+Status FinishText(Live& s, const Tokenizer* tokenizer) {
+  if (tokenizer == nullptr) return Status::Ok();
+  std::vector<int32_t> text_ids = s.out.token_ids;
+  if (s.out.stop_token) text_ids.pop_back();
+  ALLOT_ASSIGN_OR_RETURN(s.out.text, tokenizer->Decode(text_ids));
+  if (s.out.stop_string) {
+    const size_t end =
+        s.stop_at + (s.params->include_stop_str_in_output ? s.out.stop_string->size() : 0);
+    s.out.text.resize(std::min(end, s.out.text.size()));
+  }
+  return Status::Ok();
+}
+
+std::vector<int32_t> EosOf(const CausalLMImpl& model) {
+  std::vector<int32_t> eos;
+  for (int64_t id : model.config().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+  return eos;
+}
+
 }  // namespace
+
+Status ValidateGenerationRequest(const GenerationRequest& r, const TransformerConfig& config,
+                                 const Tokenizer* tokenizer, const std::string& where) {
+  if (Status s = r.params.Validate(); !s.ok()) return s.Annotate(where);
+  if (r.prompt.empty()) return InvalidArgument(where + ": empty prompt");
+  for (int32_t id : r.prompt) {
+    if (id < 0 || id >= config.vocab_size) {
+      return InvalidArgument(where + ": prompt token id " + std::to_string(id) +
+                             " is outside the vocabulary [0, " + std::to_string(config.vocab_size) +
+                             ")");
+    }
+  }
+  const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.params.max_tokens;
+  if (total > config.max_position_embeddings) {
+    return InvalidArgument(where + ": prompt (" + std::to_string(r.prompt.size()) +
+                           " tokens) + max_tokens (" + std::to_string(r.params.max_tokens) +
+                           ") exceeds the model's max_position_embeddings (" +
+                           std::to_string(config.max_position_embeddings) + ")");
+  }
+  if (!r.params.stop.empty() && tokenizer == nullptr) {
+    return InvalidArgument(where + ": stop strings need a tokenizer");
+  }
+  return Status::Ok();
+}
 
 Generator::Generator(CausalLMImpl* model, const Tokenizer* tokenizer,
                      std::vector<int32_t> eos_token_ids)
     : model_(model), tokenizer_(tokenizer), eos_(std::move(eos_token_ids)) {}
 
 Generator::Generator(CausalLMImpl* model, const Tokenizer* tokenizer)
-    : model_(model), tokenizer_(tokenizer) {
-  for (int64_t id : model->config().eos_token_ids) eos_.push_back(static_cast<int32_t>(id));
-}
+    : model_(model), tokenizer_(tokenizer), eos_(EosOf(*model)) {}
 
 Result<std::vector<GenerationResult>> Generator::Generate(
     const std::vector<GenerationRequest>& requests) {
   const auto& config = model_->config();
   for (size_t i = 0; i < requests.size(); ++i) {
-    const auto& r = requests[i];
-    const std::string where = "request " + std::to_string(i) + ": ";
-    if (Status s = r.params.Validate(); !s.ok()) return s.Annotate("request " + std::to_string(i));
-    if (r.prompt.empty()) return InvalidArgument(where + "empty prompt");
-    for (int32_t id : r.prompt) {
-      if (id < 0 || id >= config.vocab_size) {
-        return InvalidArgument(where + "prompt token id " + std::to_string(id) +
-                               " is outside the vocabulary [0, " +
-                               std::to_string(config.vocab_size) + ")");
-      }
-    }
-    const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.params.max_tokens;
-    if (total > config.max_position_embeddings) {
-      return InvalidArgument(where + "prompt (" + std::to_string(r.prompt.size()) +
-                             " tokens) + max_tokens (" + std::to_string(r.params.max_tokens) +
-                             ") exceeds the model's max_position_embeddings (" +
-                             std::to_string(config.max_position_embeddings) + ")");
-    }
-    if (!r.params.stop.empty() && tokenizer_ == nullptr) {
-      return InvalidArgument(where + "stop strings need a tokenizer");
-    }
+    ALLOT_RETURN_IF_ERROR(
+        ValidateGenerationRequest(requests[i], config, tokenizer_, "request " + std::to_string(i)));
   }
   std::vector<GenerationResult> results(requests.size());
   if (requests.empty()) return results;
@@ -67,7 +132,7 @@ Result<std::vector<GenerationResult>> Generator::Generate(
   std::vector<Live> seqs;
   for (size_t i = 0; i < requests.size(); ++i) {
     for (int64_t s = 0; s < requests[i].params.n; ++s) {
-      seqs.emplace_back(i, static_cast<size_t>(s), &requests[i].params);
+      seqs.emplace_back(i, static_cast<size_t>(s), &requests[i]);
     }
   }
   const int64_t n = static_cast<int64_t>(seqs.size());
@@ -104,47 +169,14 @@ Result<std::vector<GenerationResult>> Generator::Generate(
     std::vector<size_t> still;
     for (size_t row = 0; row < active.size(); ++row) {
       Live& s = seqs[active[row]];
-      const SamplingParams& p = *s.params;
-      SampledToken tok = s.sampler.Sample(logits[static_cast<int64_t>(row)]);
-      s.out.token_ids.push_back(tok.token);
-      s.out.logprobs.push_back(tok.logprob);
-      bool done = false;
-      if (Contains(p.stop_token_ids, tok.token) || (!p.ignore_eos && Contains(eos_, tok.token))) {
-        s.out.finish_reason = "stop";
-        s.out.stop_token = tok.token;
-        done = true;
+      auto done = Advance(s, logits[static_cast<int64_t>(row)], eos_, tokenizer_);
+      if (!done.ok()) {
+        failure = done.status();
+        break;
       }
-      if (!done && !p.stop.empty()) {
-        const size_t before = s.text.size();
-        auto text = tokenizer_->Decode(s.out.token_ids);
-        if (!text.ok()) {
-          failure = text.status();
-          break;
-        }
-        s.text = std::move(*text);
-        size_t longest = 0;
-        for (const auto& stop : p.stop) longest = std::max(longest, stop.size());
-        // Look again a little before the old end: the last character may have been incomplete.
-        const size_t from = before > longest + 4 ? before - longest - 4 : 0;
-        for (const auto& stop : p.stop) {
-          const size_t at = s.text.find(stop, from);
-          if (at != std::string::npos && at < s.stop_at) {
-            s.stop_at = at;
-            s.out.stop_string = stop;
-          }
-        }
-        if (s.out.stop_string) {
-          s.out.finish_reason = "stop";
-          done = true;
-        }
-      }
-      if (!done && static_cast<int64_t>(s.out.token_ids.size()) >= p.max_tokens) {
-        s.out.finish_reason = "length";
-        done = true;
-      }
-      if (!done) {
+      if (!*done) {
         keep_rows.push_back(static_cast<int64_t>(row));
-        next.push_back(tok.token);
+        next.push_back(s.out.token_ids.back());
         still.push_back(active[row]);
       }
     }
@@ -164,20 +196,172 @@ Result<std::vector<GenerationResult>> Generator::Generate(
   if (!failure.ok()) return failure;
 
   for (auto& s : seqs) {
-    if (tokenizer_ != nullptr) {
-      std::vector<int32_t> text_ids = s.out.token_ids;
-      if (s.out.stop_token) text_ids.pop_back();
-      ALLOT_ASSIGN_OR_RETURN(s.out.text, tokenizer_->Decode(text_ids));
-      if (s.out.stop_string) {
-        const size_t end =
-            s.stop_at + (s.params->include_stop_str_in_output ? s.out.stop_string->size() : 0);
-        s.out.text.resize(std::min(end, s.out.text.size()));
-      }
-    }
+    ALLOT_RETURN_IF_ERROR(FinishText(s, tokenizer_));
     results[s.request].samples.resize(static_cast<size_t>(s.params->n));
     results[s.request].samples[s.sample] = std::move(s.out);
   }
   return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DecodeBatch
+
+struct DecodeBatch::State {
+  struct Request {
+    GenerationRequest request;
+    GenerationResult result;
+    int64_t running = 0;  // samples not finished yet
+  };
+  explicit State(int64_t layers) : cache(layers) {}
+
+  std::map<uint64_t, std::unique_ptr<Request>> requests;
+  std::vector<std::unique_ptr<Live>> rows;  // one per batch row
+  std::vector<uint64_t> row_ids;            // the request id of each row
+  KVCache cache;
+  at::Tensor mask;    // [rows, length] int64, 1 = real token
+  at::Tensor logits;  // [rows, vocab] float32: next-token logits of each row
+};
+
+DecodeBatch::DecodeBatch(CausalLMImpl* model, const Tokenizer* tokenizer)
+    : model_(model),
+      tokenizer_(tokenizer),
+      eos_(EosOf(*model)),
+      state_(std::make_unique<State>(model->config().num_hidden_layers)) {}
+
+DecodeBatch::~DecodeBatch() = default;
+
+int64_t DecodeBatch::sequences() const { return static_cast<int64_t>(state_->rows.size()); }
+
+int64_t DecodeBatch::requests() const { return static_cast<int64_t>(state_->requests.size()); }
+
+void DecodeBatch::Clear() { state_ = std::make_unique<State>(model_->config().num_hidden_layers); }
+
+namespace {
+
+// Every layer's stored keys and values of `cache` ([B, kv_heads, length, head_dim]).
+std::vector<std::pair<at::Tensor, at::Tensor>> Contents(KVCache& cache, const TransformerConfig& c,
+                                                        const at::TensorOptions& options) {
+  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_attention_heads;
+  at::Tensor none = torch::empty({cache.batch_size(), c.num_key_value_heads, 0, head_dim}, options);
+  std::vector<std::pair<at::Tensor, at::Tensor>> out;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) out.push_back(cache.Append(l, none, none));
+  return out;
+}
+
+at::Tensor PadLeft(const at::Tensor& t, int64_t dim, int64_t to) {
+  const int64_t have = t.size(dim);
+  if (have == to) return t;
+  std::vector<int64_t> shape = t.sizes().vec();
+  shape[dim] = to - have;
+  return torch::cat({torch::zeros(shape, t.options()), t}, dim);
+}
+
+}  // namespace
+
+Status DecodeBatch::Add(uint64_t id, GenerationRequest request) {
+  const auto& config = model_->config();
+  ALLOT_RETURN_IF_ERROR(
+      ValidateGenerationRequest(request, config, tokenizer_, "request " + std::to_string(id)));
+  if (state_->requests.count(id) > 0) {
+    return InvalidArgument("request " + std::to_string(id) + " is already in the batch");
+  }
+  State& st = *state_;
+  auto req = std::make_unique<State::Request>();
+  req->request = std::move(request);
+  const int64_t n = req->request.params.n;
+  req->running = n;
+  req->result.samples.resize(static_cast<size_t>(n));
+
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const at::Device dev = model_->device();
+  const auto& prompt = req->request.prompt;
+  const int64_t len = static_cast<int64_t>(prompt.size());
+  std::vector<int64_t> wide(prompt.begin(), prompt.end());
+  at::Tensor ids = torch::tensor(wide, torch::kLong).view({1, len}).expand({n, len}).to(dev);
+  at::Tensor mask = torch::ones({n, len}, torch::TensorOptions().dtype(torch::kLong).device(dev));
+  KVCache cache(config.num_hidden_layers);
+  at::Tensor logits = model_->Logits(model_->Hidden(ids, mask, {}, &cache).select(1, len - 1));
+
+  if (st.rows.empty()) {
+    st.cache = std::move(cache);
+    st.mask = mask;
+    st.logits = logits;
+  } else {
+    // Merge: both caches left-padded to the longer length, the new rows after the old ones.
+    const int64_t old_len = st.mask.size(1);
+    const int64_t width = std::max(old_len, len);
+    const auto options = torch::TensorOptions().dtype(model_->dtype()).device(dev);
+    auto old_kv = Contents(st.cache, config, options);
+    auto new_kv = Contents(cache, config, options);
+    KVCache merged(config.num_hidden_layers);
+    for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+      at::Tensor k =
+          torch::cat({PadLeft(old_kv[l].first, 2, width), PadLeft(new_kv[l].first, 2, width)}, 0);
+      at::Tensor v =
+          torch::cat({PadLeft(old_kv[l].second, 2, width), PadLeft(new_kv[l].second, 2, width)}, 0);
+      merged.Append(l, k, v);
+    }
+    st.cache = std::move(merged);
+    st.mask = torch::cat({PadLeft(st.mask, 1, width), PadLeft(mask, 1, width)}, 0);
+    st.logits = torch::cat({st.logits, logits}, 0);
+  }
+  for (int64_t s = 0; s < n; ++s) {
+    st.rows.push_back(std::make_unique<Live>(0, static_cast<size_t>(s), &req->request));
+    st.row_ids.push_back(id);
+  }
+  st.requests[id] = std::move(req);
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::Step() {
+  State& st = *state_;
+  std::vector<std::pair<uint64_t, GenerationResult>> finished;
+  if (st.rows.empty()) return finished;
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> keep_rows;
+  std::vector<int64_t> next;
+  for (size_t row = 0; row < st.rows.size(); ++row) {
+    Live& s = *st.rows[row];
+    ALLOT_ASSIGN_OR_RETURN(bool done,
+                           Advance(s, st.logits[static_cast<int64_t>(row)], eos_, tokenizer_));
+    if (!done) {
+      keep_rows.push_back(static_cast<int64_t>(row));
+      next.push_back(s.out.token_ids.back());
+      continue;
+    }
+    ALLOT_RETURN_IF_ERROR(FinishText(s, tokenizer_));
+    const uint64_t id = st.row_ids[row];
+    auto& req = *st.requests.at(id);
+    req.result.samples[s.sample] = std::move(s.out);
+    if (--req.running == 0) {
+      finished.emplace_back(id, std::move(req.result));
+      st.requests.erase(id);
+    }
+  }
+  if (keep_rows.empty()) {
+    Clear();
+    return finished;
+  }
+  const at::Device dev = model_->device();
+  if (keep_rows.size() < st.rows.size()) {
+    at::Tensor idx = torch::tensor(keep_rows, torch::kLong).to(dev);
+    st.cache.Select(idx);
+    st.mask = st.mask.index_select(0, idx);
+    std::vector<std::unique_ptr<Live>> rows;
+    std::vector<uint64_t> row_ids;
+    for (int64_t r : keep_rows) {
+      rows.push_back(std::move(st.rows[static_cast<size_t>(r)]));
+      row_ids.push_back(st.row_ids[static_cast<size_t>(r)]);
+    }
+    st.rows = std::move(rows);
+    st.row_ids = std::move(row_ids);
+  }
+  const int64_t rows = static_cast<int64_t>(st.rows.size());
+  st.mask = torch::cat({st.mask, torch::ones({rows, 1}, st.mask.options())}, 1);
+  at::Tensor step = torch::tensor(next, torch::kLong).view({rows, 1}).to(dev);
+  st.logits = model_->Logits(model_->Hidden(step, st.mask, {}, &st.cache).select(1, 0));
+  return finished;
 }
 
 }  // namespace allot::models

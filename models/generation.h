@@ -7,8 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -21,6 +25,9 @@ namespace allot::models {
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, non-empty
   SamplingParams params;
+  // Called on the generating thread right after each token is sampled, with the sample index
+  // (0 .. n-1) and the token; `finished` is true for the sample's last token. For streaming.
+  std::function<void(size_t sample, const SampledToken& token, bool finished)> on_token;
 };
 
 struct GeneratedSequence {
@@ -55,6 +62,51 @@ class Generator {
   CausalLMImpl* model_;
   const Tokenizer* tokenizer_;
   std::vector<int32_t> eos_;
+};
+
+// Checks a request against the model before any decoding: sampling parameters, a non-empty
+// prompt of in-vocabulary ids, prompt + max_tokens within max_position_embeddings, and a
+// tokenizer when there are stop strings. `where` prefixes the message.
+Status ValidateGenerationRequest(const GenerationRequest& request, const TransformerConfig& config,
+                                 const Tokenizer* tokenizer, const std::string& where);
+
+// Step-wise batched decoding for servers (continuous batching): requests join the running batch
+// between decode steps and leave it as soon as all their samples finish, so a new request does
+// not wait for the longest one in flight. A joining request is prefilled on its own, then its
+// KV cache is merged into the batch's, left-padded to the common length.
+//
+// Each sample draws from its own seeded stream, so its tokens do not depend on when it joined
+// or on its neighbours (up to floating-point differences between batch shapes). Not
+// thread-safe; the model must not be used by anyone else between Add/Step calls.
+class DecodeBatch {
+ public:
+  // `model` and `tokenizer` (nullable) must outlive this. EOS ids from the model's config.json.
+  DecodeBatch(CausalLMImpl* model, const Tokenizer* tokenizer);
+  ~DecodeBatch();
+  DecodeBatch(const DecodeBatch&) = delete;
+  DecodeBatch& operator=(const DecodeBatch&) = delete;
+
+  // Validates `request` (see ValidateGenerationRequest), prefills its n samples and adds them.
+  // `id` names the request in Step()'s output.
+  Status Add(uint64_t id, GenerationRequest request);
+
+  // Samples the next token of every sequence and runs one decode step for those still going.
+  // Returns the requests all of whose samples finished in this step.
+  Result<std::vector<std::pair<uint64_t, GenerationResult>>> Step();
+
+  int64_t sequences() const;  // rows in the batch
+  int64_t requests() const;   // requests with a sample still running
+  bool empty() const { return sequences() == 0; }
+
+  // Drops every sequence (e.g. after a failed step).
+  void Clear();
+
+ private:
+  struct State;
+  CausalLMImpl* model_;
+  const Tokenizer* tokenizer_;
+  std::vector<int32_t> eos_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace allot::models

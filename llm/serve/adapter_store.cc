@@ -1,0 +1,87 @@
+#include "llm/serve/adapter_store.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+
+namespace allot::llm::serve {
+
+Status AdapterStore::Load(const std::string& name, const std::string& dir) {
+  if (name.empty()) return InvalidArgument("lora_name must not be empty");
+  if (Has(name)) return AlreadyExists("the lora adapter '" + name + "' has already been loaded");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound("lora_path " + dir + ": no such adapter directory");
+  }
+  // models::LoadAdapter validates the files against the model and installs the adapter; its
+  // tensors are then copied out so that the model can carry other adapters.
+  stale_ = true;  // the model's adapter state is unknown until this succeeds
+  auto loaded = models::LoadAdapter(*model_, dir);
+  if (!loaded.ok()) {
+    model_->DetachLora();
+    active_.clear();
+    stale_ = false;
+    return loaded.status().code() == StatusCode::kNotFound
+               ? loaded.status()
+               : InvalidArgument(loaded.status().message());
+  }
+  Adapter adapter;
+  adapter.dir = dir;
+  adapter.config = *loaded;
+  const auto& sites = model_->linear_sites();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const auto& lin = sites[i].linear;
+    if (!lin->has_lora()) continue;
+    adapter.weights.push_back({i, lin->lora_A.detach().clone(), lin->lora_B.detach().clone()});
+  }
+  adapters_[name] = std::move(adapter);
+  active_ = name;
+  stale_ = false;
+  return Status::Ok();
+}
+
+Status AdapterStore::Unload(const std::string& name, bool detach) {
+  auto it = adapters_.find(name);
+  if (it == adapters_.end()) return NotFound("the lora adapter '" + name + "' cannot be found");
+  adapters_.erase(it);
+  if (active_ == name && detach) {
+    model_->DetachLora();
+    active_.clear();
+  }
+  return Status::Ok();
+}
+
+std::map<std::string, std::string> AdapterStore::List() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, a] : adapters_) out[name] = a.dir;
+  return out;
+}
+
+Status AdapterStore::Activate(const std::string& name) {
+  if (name == active_ && !stale_ && (name.empty() || Has(name))) return Status::Ok();
+  const Adapter* adapter = nullptr;
+  if (!name.empty()) {
+    auto it = adapters_.find(name);
+    if (it == adapters_.end()) {
+      return NotFound("the lora adapter '" + name + "' cannot be found");
+    }
+    adapter = &it->second;
+  }
+  model_->DetachLora();
+  active_.clear();
+  stale_ = false;
+  if (adapter == nullptr) return Status::Ok();
+  torch::NoGradGuard no_grad;
+  const auto& sites = model_->linear_sites();
+  for (const auto& w : adapter->weights) {
+    auto lin = sites[w.site].linear.ptr();
+    lin->AttachLora(adapter->config.spec);
+    lin->lora_A.copy_(w.a);
+    lin->lora_B.copy_(w.b);
+    lin->set_lora_enabled(true);
+  }
+  active_ = name;
+  return Status::Ok();
+}
+
+}  // namespace allot::llm::serve

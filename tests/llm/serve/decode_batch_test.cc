@@ -1,0 +1,96 @@
+// models::DecodeBatch, the continuous-batching decoder behind `allot serve`: requests that join
+// a running batch between steps get what Generator gives them alone.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "models/causal_lm.h"
+#include "models/generation.h"
+#include "models/tokenizer/byte_tokenizer.h"
+#include "tests/models/tiny_model.h"
+
+namespace allot::models {
+namespace {
+
+class DecodeBatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = testing::WriteTinyModel(testing::MakeTempDir("decode_batch"),
+                                                    {.vocab_size = tok_.vocab_size(), .seed = 5});
+    auto m = CausalLMImpl::Load(dir);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = *m;
+  }
+
+  static GenerationRequest Request(std::vector<int32_t> prompt, int64_t max_tokens, int64_t n,
+                                   double temperature) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.params.max_tokens = max_tokens;
+    r.params.n = n;
+    r.params.temperature = temperature;
+    r.params.seed = 9;
+    r.params.ignore_eos = true;
+    return r;
+  }
+
+  ByteTokenizer tok_;
+  std::shared_ptr<CausalLMImpl> model_;
+};
+
+TEST_F(DecodeBatchTest, LateJoinersMatchTheirSoloGeneration) {
+  const std::vector<GenerationRequest> requests = {
+      Request({72, 101, 108, 108, 111}, 10, 1, 0.0),
+      Request({1, 2}, 6, 2, 1.0),
+      Request({9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12}, 8, 1, 0.0),
+  };
+  DecodeBatch batch(model_.get(), &tok_);
+  std::map<uint64_t, GenerationResult> got;
+  // Request 0 starts alone; 1 joins after two steps, 2 after four (longer prompt than the
+  // running sequences' length, so both sides of the merge get left-padded).
+  ASSERT_TRUE(batch.Add(0, requests[0]).ok());
+  for (int step = 0; step < 40 && (got.size() < 3); ++step) {
+    if (step == 2) {
+      ASSERT_TRUE(batch.Add(1, requests[1]).ok());
+    }
+    if (step == 4) {
+      ASSERT_TRUE(batch.Add(2, requests[2]).ok());
+    }
+    auto done = batch.Step();
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    for (auto& [id, r] : *done) got[id] = std::move(r);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(batch.empty());
+  Generator gen(model_.get(), &tok_);
+  for (uint64_t i = 0; i < 3; ++i) {
+    auto solo = gen.Generate({requests[i]});
+    ASSERT_TRUE(solo.ok());
+    ASSERT_EQ(got[i].samples.size(), (*solo)[0].samples.size());
+    for (size_t s = 0; s < got[i].samples.size(); ++s) {
+      const auto& a = got[i].samples[s];
+      const auto& b = (*solo)[0].samples[s];
+      EXPECT_EQ(a.token_ids, b.token_ids) << "request " << i << " sample " << s;
+      ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+      for (size_t t = 0; t < a.logprobs.size(); ++t)
+        EXPECT_NEAR(a.logprobs[t], b.logprobs[t], 1e-4);
+      EXPECT_EQ(a.text, b.text);
+      EXPECT_EQ(a.finish_reason, "length");
+    }
+  }
+}
+
+TEST_F(DecodeBatchTest, InvalidRequestsAreRejectedBeforeJoining) {
+  DecodeBatch batch(model_.get(), &tok_);
+  EXPECT_FALSE(batch.Add(0, Request({}, 4, 1, 0.0)).ok());
+  EXPECT_FALSE(batch.Add(0, Request({1, 100000}, 4, 1, 0.0)).ok());
+  EXPECT_FALSE(batch.Add(0, Request({1}, 1000, 1, 0.0)).ok());
+  EXPECT_TRUE(batch.empty());
+  ASSERT_TRUE(batch.Add(0, Request({1}, 2, 1, 0.0)).ok());
+  EXPECT_FALSE(batch.Add(0, Request({1}, 2, 1, 0.0)).ok());  // id taken
+  EXPECT_EQ(batch.sequences(), 1);
+}
+
+}  // namespace
+}  // namespace allot::models

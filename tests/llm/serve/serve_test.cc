@@ -1,0 +1,516 @@
+// `allot serve` in process on an ephemeral loopback port, against a tiny random model.
+#include "llm/serve/server.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <thread>
+
+#include "models/causal_lm.h"
+#include "models/generation.h"
+#include "models/tokenizer/byte_tokenizer.h"
+#include "tests/llm/serve/serve_fixture.h"
+
+namespace allot::llm::serve {
+namespace {
+
+using nlohmann::json;
+using testing::Get;
+using testing::Post;
+using testing::SseEvents;
+
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_dir_ = new std::string(testing::WriteServableTinyModel("serve_model"));
+    ServeConfig c;
+    c.model = *model_dir_;
+    c.port = 0;
+    c.served_model_name = "tiny";
+    c.max_body_bytes = 64 * 1024;
+    c.batch_wait_ms = 20;
+    auto s = Server::Create(c);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = s->release();
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    port_ = *port;
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete model_dir_;
+  }
+
+  static json Complete(json body) {
+    auto r = Post(port_, "/v1/completions", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json;
+  }
+
+  // The model's own log p(token_t | prefix) for the sampled tokens after `prompt`.
+  static std::vector<float> ModelLogprobs(const std::vector<int64_t>& prompt,
+                                          const std::vector<int64_t>& sampled) {
+    auto m = models::CausalLMImpl::Load(*model_dir_);
+    EXPECT_TRUE(m.ok());
+    torch::NoGradGuard no_grad;
+    (*m)->eval();
+    std::vector<int64_t> all = prompt;
+    all.insert(all.end(), sampled.begin(), sampled.end());
+    at::Tensor lp = (*m)->TokenLogProbs(torch::tensor(all).view({1, -1}));
+    lp = lp[0].narrow(0, static_cast<int64_t>(prompt.size()) - 1,
+                      static_cast<int64_t>(sampled.size()));
+    return std::vector<float>(lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
+  }
+
+  static void ExpectError(const testing::Reply& r, int status, const std::string& param = "") {
+    EXPECT_EQ(r.status, status) << r.body;
+    ASSERT_TRUE(r.json.is_object()) << r.body;
+    ASSERT_TRUE(r.json.contains("error")) << r.body;
+    const json& e = r.json["error"];
+    EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r.body;
+    EXPECT_TRUE(e["type"].is_string()) << r.body;
+    EXPECT_TRUE(e.contains("param") && e.contains("code")) << r.body;
+    if (!param.empty()) {
+      EXPECT_EQ(e["param"], param) << r.body;
+    }
+  }
+
+  static std::string* model_dir_;
+  static Server* server_;
+  static int port_;
+};
+
+std::string* ServeTest::model_dir_ = nullptr;
+Server* ServeTest::server_ = nullptr;
+int ServeTest::port_ = 0;
+
+TEST_F(ServeTest, HealthAndModels) {
+  EXPECT_EQ(Get(port_, "/health").status, 200);
+  auto r = Get(port_, "/v1/models");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["object"], "list");
+  EXPECT_EQ(r.json["data"][0]["id"], "tiny");
+  EXPECT_EQ(r.json["data"][0]["max_model_len"], 256);
+}
+
+TEST_F(ServeTest, TextCompletionReturnsTokensUsageAndPromptIds) {
+  json r = Complete({{"model", "tiny"},
+                     {"prompt", "Hi"},
+                     {"max_tokens", 6},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"return_token_ids", true}});
+  ASSERT_EQ(r["choices"].size(), 1u);
+  const json& c = r["choices"][0];
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(c["finish_reason"], "length");
+  EXPECT_EQ(c["token_ids"].size(), 6u);
+  EXPECT_EQ(c["prompt_token_ids"], json({72, 105}));
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(r["usage"]["total_tokens"], 8);
+  // The text is the decoded ids.
+  models::ByteTokenizer tok;
+  auto text = tok.Decode(c["token_ids"].get<std::vector<int32_t>>());
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(json(*text).dump(-1, ' ', false, json::error_handler_t::replace), c["text"].dump());
+}
+
+TEST_F(ServeTest, GreedyMatchesTheGeneratorAndIsDeterministic) {
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  json body = {{"prompt", prompt},
+               {"max_tokens", 8},
+               {"temperature", 0},
+               {"ignore_eos", true},
+               {"return_token_ids", true}};
+  json a = Complete(body);
+  json b = Complete(body);
+  EXPECT_EQ(a["choices"][0]["token_ids"], b["choices"][0]["token_ids"]);
+  auto m = models::CausalLMImpl::Load(*model_dir_);
+  ASSERT_TRUE(m.ok());
+  models::ByteTokenizer tok;
+  models::Generator gen(m->get(), &tok);
+  models::SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 8;
+  p.ignore_eos = true;
+  auto want = gen.Generate({{prompt, p}});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(a["choices"][0]["token_ids"].get<std::vector<int32_t>>(),
+            (*want)[0].samples[0].token_ids);
+}
+
+TEST_F(ServeTest, TokenIdPromptListWithNSamples) {
+  json r = Complete({{"prompt", json::array({json({1, 2, 3}), json({4, 5})})},
+                     {"n", 2},
+                     {"max_tokens", 4},
+                     {"seed", 5},
+                     {"return_token_ids", true}});
+  ASSERT_EQ(r["choices"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(r["choices"][i]["index"], i);
+    EXPECT_EQ(r["choices"][i]["prompt_token_ids"], i < 2 ? json({1, 2, 3}) : json({4, 5}));
+  }
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 5);
+}
+
+TEST_F(ServeTest, LogprobsMatchTheModel) {
+  const std::vector<int64_t> prompt = {10, 20, 30, 40};
+  json r = Complete({{"prompt", prompt},
+                     {"max_tokens", 6},
+                     {"temperature", 1.0},
+                     {"seed", 3},
+                     {"ignore_eos", true},
+                     {"logprobs", 2},
+                     {"return_token_ids", true}});
+  const json& c = r["choices"][0];
+  auto ids = c["token_ids"].get<std::vector<int64_t>>();
+  auto lps = c["logprobs"]["token_logprobs"].get<std::vector<float>>();
+  ASSERT_EQ(ids.size(), 6u);
+  ASSERT_EQ(lps.size(), 6u);
+  auto want = ModelLogprobs(prompt, ids);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_NEAR(lps[i], want[i], 1e-4) << i;
+  // top_logprobs: the sampled token plus the two most likely. Byte tokens above 0x7F all read
+  // as U+FFFD in JSON, so the tokens are spelled as ids to keep the keys apart.
+  json r2 = Complete({{"prompt", prompt},
+                      {"max_tokens", 6},
+                      {"temperature", 1.0},
+                      {"seed", 3},
+                      {"ignore_eos", true},
+                      {"logprobs", 2},
+                      {"return_tokens_as_token_ids", true}});
+  const json& l = r2["choices"][0]["logprobs"];
+  ASSERT_EQ(l["top_logprobs"].size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    const json& alt = l["top_logprobs"][i];
+    const std::string sampled = "token_id:" + std::to_string(ids[i]);
+    EXPECT_EQ(l["tokens"][i], sampled);
+    EXPECT_GE(alt.size(), 2u) << alt;
+    EXPECT_LE(alt.size(), 3u) << alt;
+    ASSERT_TRUE(alt.contains(sampled)) << alt;
+    EXPECT_NEAR(alt[sampled].get<float>(), want[i], 1e-4);
+    float best = -1e9f;
+    for (const auto& [k, v] : alt.items()) best = std::max(best, v.get<float>());
+    EXPECT_GE(best, want[i] - 1e-4);
+  }
+}
+
+TEST_F(ServeTest, StopStringEndsTheTextBeforeIt) {
+  json base =
+      Complete({{"prompt", "The"}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}});
+  const std::string text = base["choices"][0]["text"];
+  // A printable ASCII character after the first two bytes becomes the stop string.
+  size_t at = std::string::npos;
+  for (size_t i = 2; i < text.size(); ++i) {
+    if (text[i] >= 'a' && text[i] <= 'z') {
+      at = i;
+      break;
+    }
+  }
+  if (at == std::string::npos) GTEST_SKIP() << "no lowercase letter in " << text;
+  const std::string stop(1, text[at]);
+  json r = Complete({{"prompt", "The"},
+                     {"max_tokens", 24},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"stop", stop}});
+  const json& c = r["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "stop");
+  EXPECT_EQ(c["stop_reason"], stop);
+  EXPECT_EQ(c["text"], text.substr(0, text.find(stop)));
+}
+
+TEST_F(ServeTest, StopTokenIds) {
+  json base = Complete({{"prompt", "ab"},
+                        {"max_tokens", 10},
+                        {"temperature", 0},
+                        {"ignore_eos", true},
+                        {"return_token_ids", true}});
+  auto ids = base["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_GE(ids.size(), 3u);
+  const int32_t stop = ids[2];
+  json r = Complete({{"prompt", "ab"},
+                     {"max_tokens", 10},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"return_token_ids", true},
+                     {"stop_token_ids", {stop}}});
+  const json& c = r["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "stop");
+  EXPECT_EQ(c["stop_reason"], stop);
+  auto got = c["token_ids"].get<std::vector<int32_t>>();
+  EXPECT_EQ(got.back(), stop);
+  EXPECT_LE(got.size(), 3u);
+}
+
+TEST_F(ServeTest, ChatCompletionUsesTheChatTemplate) {
+  json msgs = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  auto r = Post(port_, "/v1/chat/completions",
+                json{{"messages", msgs},
+                     {"max_tokens", 5},
+                     {"temperature", 0},
+                     {"logprobs", true},
+                     {"top_logprobs", 1},
+                     {"return_token_ids", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["object"], "chat.completion");
+  const json& c = r.json["choices"][0];
+  EXPECT_EQ(c["message"]["role"], "assistant");
+  EXPECT_TRUE(c["message"]["content"].is_string());
+  EXPECT_EQ(c["logprobs"]["content"].size(), c["token_ids"].size());
+  auto t = Post(port_, "/tokenize", json{{"messages", msgs}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(r.json["prompt_token_ids"], t.json["tokens"]);
+  models::ByteTokenizer tok;
+  auto want = tok.Encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+                         {.add_special_tokens = false});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(t.json["tokens"].get<std::vector<int32_t>>(), *want);
+}
+
+TEST_F(ServeTest, CompletionStreamAddsUpToTheNonStreamedResult) {
+  json body = {{"prompt", "Hello"},  {"max_tokens", 12},         {"temperature", 0},
+               {"ignore_eos", true}, {"return_token_ids", true}, {"logprobs", 0}};
+  json full = Complete(body);
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  auto r = Post(port_, "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = SseEvents(r.body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  std::vector<int32_t> ids;
+  std::string finish;
+  json usage;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json e = json::parse(events[i], nullptr, false);
+    ASSERT_FALSE(e.is_discarded()) << events[i];
+    if (e.contains("usage")) usage = e["usage"];
+    for (const auto& c : e["choices"]) {
+      text += c["text"].get<std::string>();
+      for (int32_t id : c["token_ids"]) ids.push_back(id);
+      if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+      EXPECT_EQ(c["logprobs"]["tokens"].size(), c["token_ids"].size());
+    }
+  }
+  const json& want = full["choices"][0];
+  EXPECT_EQ(json(text).dump(-1, ' ', false, json::error_handler_t::replace), want["text"].dump());
+  EXPECT_EQ(ids, want["token_ids"].get<std::vector<int32_t>>());
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(usage["completion_tokens"], 12);
+}
+
+TEST_F(ServeTest, ChatStreamStartsWithTheRoleAndHoldsBackStopStrings) {
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "x"}}})},
+               {"max_tokens", 16},
+               {"temperature", 0},
+               {"ignore_eos", true}};
+  auto full = Post(port_, "/v1/chat/completions", body);
+  ASSERT_EQ(full.status, 200);
+  const std::string text = full.json["choices"][0]["message"]["content"];
+  // A lowercase letter of the text becomes a stop string (with a three-byte one that never
+  // matches), so the stream must hold back text until it cannot be a stop string's start.
+  std::string stop;
+  for (size_t i = 2; i < text.size() && stop.empty(); ++i) {
+    if (text[i] >= 'a' && text[i] <= 'z') stop = std::string(1, text[i]);
+  }
+  body["stream"] = true;
+  if (!stop.empty()) body["stop"] = json::array({stop, "\x01\x02\x03"});
+  auto r = Post(port_, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = SseEvents(r.body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  json first = json::parse(events[0]);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  std::string streamed;
+  std::string finish;
+  for (size_t i = 1; i + 1 < events.size(); ++i) {
+    json e = json::parse(events[i]);
+    streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(streamed, stop.empty() ? text : text.substr(0, text.find(stop)));
+  EXPECT_EQ(finish, stop.empty() ? "length" : "stop");
+}
+
+TEST_F(ServeTest, AdaptersLoadSelectAndUnload) {
+  const std::string zero = testing::WriteAdapter(*model_dir_, "serve_zero", true);
+  const std::string rnd = testing::WriteAdapter(*model_dir_, "serve_rand", false);
+  ASSERT_FALSE(zero.empty());
+  ASSERT_FALSE(rnd.empty());
+  ASSERT_EQ(
+      Post(port_, "/v1/load_lora_adapter", json{{"lora_name", "zero"}, {"lora_path", zero}}).status,
+      200);
+  ASSERT_EQ(
+      Post(port_, "/v1/load_lora_adapter", json{{"lora_name", "rand"}, {"lora_path", rnd}}).status,
+      200);
+  auto models = Get(port_, "/v1/models");
+  ASSERT_EQ(models.json["data"].size(), 3u);
+  EXPECT_EQ(models.json["data"][1]["parent"], "tiny");
+
+  json body = {{"prompt", json({5, 6, 7, 8})}, {"max_tokens", 6}, {"temperature", 0},
+               {"ignore_eos", true},           {"logprobs", 0},   {"return_token_ids", true}};
+  auto lp = [&](const std::string& model) {
+    body["model"] = model;
+    json r = Complete(body);
+    EXPECT_EQ(r["model"], model);
+    return r["choices"][0]["logprobs"]["token_logprobs"].get<std::vector<float>>();
+  };
+  const auto base = lp("tiny");
+  const auto with_zero = lp("zero");
+  const auto with_rand = lp("rand");
+  const auto base_again = lp("tiny");
+  ASSERT_EQ(base.size(), 6u);
+  for (size_t i = 0; i < base.size(); ++i) {
+    EXPECT_NEAR(with_zero[i], base[i], 1e-5);
+    EXPECT_NEAR(base_again[i], base[i], 1e-6);
+  }
+  float diff = 0;
+  for (size_t i = 0; i < base.size(); ++i) diff = std::max(diff, std::abs(with_rand[i] - base[i]));
+  EXPECT_GT(diff, 1e-3);
+
+  ExpectError(
+      Post(port_, "/v1/load_lora_adapter", json{{"lora_name", "zero"}, {"lora_path", zero}}), 400);
+  ExpectError(Post(port_, "/v1/load_lora_adapter",
+                   json{{"lora_name", "x"}, {"lora_path", "/nonexistent/adapter"}}),
+              404, "lora_path");
+  ASSERT_EQ(Post(port_, "/v1/unload_lora_adapter", json{{"lora_name", "rand"}}).status, 200);
+  ExpectError(Post(port_, "/v1/unload_lora_adapter", json{{"lora_name", "rand"}}), 404);
+  body["model"] = "rand";
+  ExpectError(Post(port_, "/v1/completions", body), 404, "model");
+  ASSERT_EQ(Post(port_, "/v1/unload_lora_adapter", json{{"lora_name", "zero"}}).status, 200);
+}
+
+TEST_F(ServeTest, TokenizeRoundTrip) {
+  const std::string text = "h\xC3\xA9llo <|im_end|> \xE4\xB8\xAD";
+  auto t = Post(port_, "/tokenize", json{{"prompt", text}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(t.json["count"], t.json["tokens"].size());
+  EXPECT_NE(std::find(t.json["tokens"].begin(), t.json["tokens"].end(), 258),
+            t.json["tokens"].end());
+  auto d = Post(port_, "/detokenize", json{{"tokens", t.json["tokens"]}});
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(d.json["prompt"], text);
+  ExpectError(Post(port_, "/detokenize", json{{"tokens", {1, 100000}}}), 400, "tokens");
+}
+
+TEST_F(ServeTest, MetricsCountRequestsAndTokens) {
+  const int64_t before = server_->metrics().requests("/v1/completions", 200);
+  const int64_t tokens = server_->metrics().generation_tokens();
+  Complete({{"prompt", "m"}, {"max_tokens", 3}, {"ignore_eos", true}});
+  auto m = Get(port_, "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(server_->metrics().requests("/v1/completions", 200), before + 1);
+  EXPECT_EQ(server_->metrics().generation_tokens(), tokens + 3);
+  const std::string line =
+      "allot:http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} " +
+      std::to_string(before + 1);
+  EXPECT_NE(m.body.find(line), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("allot:time_to_first_token_seconds_count"), std::string::npos);
+  EXPECT_NE(m.body.find("allot:batch_sequences_bucket{le=\"+Inf\"}"), std::string::npos);
+}
+
+TEST_F(ServeTest, MalformedRequestsGetErrorJsonAndTheServerKeepsServing) {
+  ExpectError(Post(port_, "/v1/completions", std::string("{\"prompt\": ")), 400);
+  ExpectError(Post(port_, "/v1/completions", std::string("[1, 2]")), 400);
+  ExpectError(Post(port_, "/v1/completions", json{{"max_tokens", 3}}), 400, "prompt");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", 5}}), 400, "prompt");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", "a"}, {"n", 0}}), 400, "n");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", -1}}), 400,
+              "max_tokens");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", "a"}, {"temperature", "hot"}}), 400,
+              "temperature");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", "a"}, {"stop", {1}}}), 400, "stop");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", "a"}, {"model", "gpt-9"}}), 404,
+              "model");
+  ExpectError(Post(port_, "/v1/completions", json{{"prompt", json({1, 99999})}}), 400, "prompt");
+  ExpectError(Post(port_, "/v1/chat/completions", json{{"messages", "hi"}}), 400, "messages");
+  ExpectError(Post(port_, "/v1/chat/completions",
+                   json{{"messages", json::array({{{"role", "wizard"}, {"content", "x"}}})}}),
+              400, "messages[0].role");
+  auto too_long =
+      Post(port_, "/v1/completions", json{{"prompt", std::string(250, 'a')}, {"max_tokens", 10}});
+  ExpectError(too_long, 400, "prompt");
+  EXPECT_EQ(too_long.json["error"]["code"], "context_length_exceeded");
+  ExpectError(Post(port_, "/v1/completions",
+                   json{{"prompt", std::string(100 * 1024, 'a')}, {"max_tokens", 1}}),
+              413);
+  ExpectError(Get(port_, "/v1/completions"), 405);
+  ExpectError(Post(port_, "/v1/models", std::string("{}")), 405);
+  ExpectError(Get(port_, "/v1/nothing"), 404);
+  EXPECT_EQ(Get(port_, "/health").status, 200);
+  EXPECT_EQ(Post(port_, "/v1/completions", json{{"prompt", "ok"}, {"max_tokens", 2}}).status, 200);
+}
+
+TEST(ServeAuthTest, ApiKeyIsRequiredExceptForHealth) {
+  ServeConfig c;
+  c.model = testing::WriteServableTinyModel("serve_auth");
+  c.port = 0;
+  c.api_key = "sk-test-1234";
+  auto s = Server::Create(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto port = (*s)->Start();
+  ASSERT_TRUE(port.ok());
+  const std::string body = json{{"prompt", "a"}, {"max_tokens", 1}}.dump();
+  EXPECT_EQ(Post(*port, "/v1/completions", body).status, 401);
+  EXPECT_EQ(Post(*port, "/v1/completions", body, "sk-test-12345").status, 401);
+  EXPECT_EQ(Post(*port, "/v1/completions", body, "sk-test-1234").status, 200);
+  EXPECT_EQ(Get(*port, "/health").status, 200);
+}
+
+TEST_F(ServeTest, BadAdapterSpecIsRejected) {
+  EXPECT_FALSE(ParseAdapterSpec("noequals").ok());
+  EXPECT_FALSE(ParseAdapterSpec("=dir").ok());
+  auto ok = ParseAdapterSpec("a=b=c");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->first, "a");
+  EXPECT_EQ(ok->second, "b=c");
+}
+
+// Concurrent requests share decoding batches.
+TEST(ServeBatchingIntegrationTest, ConcurrentRequestsShareABatch) {
+  ServeConfig c;
+  c.model = testing::WriteServableTinyModel("serve_batch");
+  c.port = 0;
+  c.batch_wait_ms = 50;
+  auto s = Server::Create(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto port = (*s)->Start();
+  ASSERT_TRUE(port.ok());
+  constexpr int kClients = 8;
+  std::vector<std::thread> threads;
+  std::vector<json> results(kClients);
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = Post(*port, "/v1/completions",
+                    json{{"prompt", json({1 + i, 2, 3})},
+                         {"max_tokens", 24},
+                         {"temperature", 0},
+                         {"ignore_eos", true},
+                         {"return_token_ids", true}});
+      results[i] = r.json;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    ASSERT_EQ(results[i]["choices"][0]["token_ids"].size(), 24u) << results[i].dump();
+  }
+  EXPECT_GE((*s)->metrics().max_batch_requests(), 2);
+  // 8 x 24 tokens took fewer decode steps than one request after another would.
+  EXPECT_LT((*s)->metrics().batches(), kClients * 24);
+  // Batched decoding gives each request what it gets alone.
+  auto alone = Post(*port, "/v1/completions",
+                    json{{"prompt", json({1, 2, 3})},
+                         {"max_tokens", 24},
+                         {"temperature", 0},
+                         {"ignore_eos", true},
+                         {"return_token_ids", true}});
+  EXPECT_EQ(alone.json["choices"][0]["token_ids"], results[0]["choices"][0]["token_ids"]);
+}
+
+}  // namespace
+}  // namespace allot::llm::serve
