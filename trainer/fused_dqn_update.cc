@@ -274,6 +274,7 @@ struct FusedDqnUpdate::Fast {
 
   // Activation buffers for `rows` (a multiple of 8) samples.
   void Reserve(int new_rows, int S, int H) {
+    new_rows = std::max(new_rows, 8);  // an empty batch still gets (unused) buffers
     if (new_rows <= rows) return;
     rows = new_rows;
     const size_t r = static_cast<size_t>(rows), s = static_cast<size_t>(S),

@@ -204,6 +204,22 @@ TEST(FusedDqnUpdateTest, Avx2AndPortableKernelsAgree) {
   }
 }
 
+// An empty batch is not an error the kernels can crash on: the gradients come back zero.
+TEST(FusedDqnUpdateTest, EmptyBatchGivesZeroGradients) {
+  torch::manual_seed(2);
+  for (int hidden : {32, 16}) {
+    models::DuelingQNet net(models::DuelingQNetOptions{.hidden = hidden});
+    FusedDqnUpdate fused(DuelingShape{.hidden = hidden});
+    DuelingParams g{};
+    auto grads = GradBuffers(fused, &g);
+    Batch empty;
+    fused.LossAndGrad(Ptrs(net), empty.View(), nullptr, false, g, nullptr);
+    for (const auto& gk : grads) {
+      for (float x : gk) EXPECT_EQ(x, 0.0f) << fused.kernel();
+    }
+  }
+}
+
 // Step() is Targets + LossAndGrad + AdamStep, bit for bit, and repeats bit for bit.
 TEST(FusedDqnUpdateTest, StepIsTheThreeCallsAndDeterministic) {
   torch::manual_seed(12);
