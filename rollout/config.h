@@ -90,7 +90,8 @@ struct WorkerConfig {
             {.doc = "write the bound gRPC address here once serving (for launchers)"});
     v.Field("keep_freed_memory", keep_freed_memory,
             {.doc = "keep freed heap memory for reuse instead of returning it to the kernel "
-                    "(process-wide glibc setting; avoids page faults while streaming)"});
+                    "and cap malloc arenas (process-wide glibc settings; avoid page faults while "
+                    "streaming)"});
     v.Field("auth", auth);
   }
 };
@@ -151,7 +152,8 @@ struct DispatcherConfig {
     v.Field("learner_id", learner_id, {.doc = "name sent to workers in Hello"});
     v.Field("keep_freed_memory", keep_freed_memory,
             {.doc = "keep freed heap memory for reuse instead of returning it to the kernel "
-                    "(process-wide glibc setting; avoids page faults while streaming)"});
+                    "and cap malloc arenas (process-wide glibc settings; avoid page faults while "
+                    "streaming)"});
     v.Field("auth", auth);
   }
 };

@@ -36,7 +36,7 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const DispatcherConfig& c
   if (config.auth.tls() && (config.auth.tls_cert.empty() != config.auth.tls_key.empty())) {
     return InvalidArgument("rollout.dispatcher.auth: tls_cert and tls_key must be set together");
   }
-  if (config.keep_freed_memory) KeepFreedMemoryForReuse();
+  if (config.keep_freed_memory) KeepFreedMemoryForReuse(/*max_arenas=*/2);
   std::unique_ptr<Dispatcher> d(new Dispatcher(config));
   for (const auto& address : config.workers) ALLOT_RETURN_IF_ERROR(d->AddWorker(address));
   d->heartbeat_ = std::thread([p = d.get()] { p->HeartbeatLoop(); });

@@ -62,7 +62,7 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& co
     return InvalidArgument("rollout.worker.chunk_bytes: must be at most max_message_bytes / 2");
   }
   if (!in_process) ALLOT_RETURN_IF_ERROR(CheckBindPolicy(config.listen, config.auth));
-  if (config.keep_freed_memory) KeepFreedMemoryForReuse();
+  if (config.keep_freed_memory) KeepFreedMemoryForReuse(/*max_arenas=*/1);
   std::unique_ptr<WorkerServer> w(new WorkerServer());
   w->config_ = config;
   w->service_ = std::make_unique<WorkerService>(config, registry);
