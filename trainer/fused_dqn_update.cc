@@ -269,7 +269,8 @@ struct FusedDqnUpdate::Fast {
   int rows = 0;
   FastActs cur{}, next{};
   BackwardScratch bw{};
-  std::vector<float> target_q;  // [B, A]
+  std::vector<std::vector<float>> target_raw;  // the target parameters `target` was packed from
+  std::vector<float> target_q;                 // [B, A]
   std::vector<float> q_row;
 
   // Activation buffers for `rows` (a multiple of 8) samples.
@@ -412,7 +413,18 @@ void FusedDqnUpdate::TargetsFast(const ConstDuelingParams& target, const FusedBa
   const int A = shape_.num_actions, B = b.size, rows = PaddedRows(B);
   Fast& f = *fast_;
   f.Reserve(rows, shape_.state_dim, shape_.hidden);
-  Pack(target, shape_.state_dim, A, shape_.hidden, f.target);
+  // The target net changes only at a sync (every 50 updates in RLoT): repack only when its
+  // bytes differ from those last packed (a compare costs far less than the transposes).
+  bool same = f.target_raw.size() == 10;
+  for (size_t k = 0; same && k < 10; ++k) {
+    same =
+        std::memcmp(f.target_raw[k].data(), target[k], sizeof(float) * f.target_raw[k].size()) == 0;
+  }
+  if (!same) {
+    Pack(target, shape_.state_dim, A, shape_.hidden, f.target);
+    f.target_raw.resize(10);
+    for (size_t k = 0; k < 10; ++k) f.target_raw[k].assign(target[k], target[k] + sizes_[k]);
+  }
   ScaleInput(shape_, b.next_states, B, rows, f.next.x);
   f.ops->forward(f.target, shape_.state_dim, f.next, rows);
   f.target_q.resize(static_cast<size_t>(B) * A);
