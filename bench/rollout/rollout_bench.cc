@@ -12,6 +12,7 @@
 // The workers run a "blob" env that returns a prebuilt trajectory, so the figures measure the
 // transport, chunking, validation and ledger, not an env.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -138,9 +141,39 @@ std::vector<v1::EpisodeRequest> Requests(const std::string& prefix, int n, int t
   return reqs;
 }
 
-void Ingest(Dispatcher& d, const char* label, int n, int tokens, int trial) {
+// CPU seconds (user + system) a process has used so far; pid 0: this process.
+double CpuSeconds(pid_t pid) {
+  if (pid == 0) {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  }
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14 || i == 15) ticks += std::atof(f.c_str());  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double WorkersCpuSeconds(const std::vector<Worker>& workers) {
+  double s = 0;
+  for (const auto& w : workers) s += CpuSeconds(w.pid);
+  return s;
+}
+
+void Ingest(Dispatcher& d, const std::vector<Worker>& workers, const char* label, int n, int tokens,
+            int trial) {
   auto reqs = Requests(std::string(label) + std::to_string(trial) + "-", n, tokens);
   const int64_t bytes0 = d.stats().bytes_received;
+  const double learner0 = CpuSeconds(0);
+  const double workers0 = WorkersCpuSeconds(workers);
   const auto t0 = Clock::now();
   if (!d.Submit(std::move(reqs)).ok()) std::abort();
   int got = 0;
@@ -156,8 +189,14 @@ void Ingest(Dispatcher& d, const char* label, int n, int tokens, int trial) {
   }
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double bytes = static_cast<double>(d.stats().bytes_received - bytes0);
-  std::printf("ingest %-5s trial %d: %d trajectories of %zu B in %.2f s: %.0f traj/s, %.1f MB/s\n",
-              label, trial, n, traj_bytes, s, n / s, bytes / s / 1e6);
+  // CPU per trajectory on each side (the learner's includes this loop, i.e. the trainer's
+  // Next(); requests are built before the clock starts).
+  const double learner_us = (CpuSeconds(0) - learner0) * 1e6 / n;
+  const double workers_us = (WorkersCpuSeconds(workers) - workers0) * 1e6 / n;
+  std::printf(
+      "ingest %-5s trial %d: %d trajectories of %zu B in %.2f s: %.0f traj/s, %.1f MB/s; CPU per "
+      "trajectory: learner %.1f us, workers %.1f us\n",
+      label, trial, n, traj_bytes, s, n / s, bytes / s / 1e6, learner_us, workers_us);
 }
 
 int RunBench(int argc, char** argv) {
@@ -199,8 +238,8 @@ int RunBench(int argc, char** argv) {
     return 1;
   }
   // Warm-up rounds (printed as trial -1) pay the processes' first touch of their buffers.
-  for (int t = -warmup; t < trials && small > 0; ++t) Ingest(**d, "1KB", small, 120, t);
-  for (int t = -warmup; t < trials && large > 0; ++t) Ingest(**d, "8k", large, 8192, t);
+  for (int t = -warmup; t < trials && small > 0; ++t) Ingest(**d, workers, "1KB", small, 120, t);
+  for (int t = -warmup; t < trials && large > 0; ++t) Ingest(**d, workers, "8k", large, 8192, t);
 
   // Worker death -> re-dispatch: fill every worker with episodes that never finish, SIGKILL
   // one, and time until the dispatcher has sent its episodes elsewhere.
