@@ -125,14 +125,15 @@ int main(int argc, char** argv) {
   std::printf("%8s %12s %18s %8s %14s\n", "clients", "tok/s", "one-at-a-time tok/s", "ratio",
               "seqs/step");
   for (int clients : {1, 8, 32}) {
-    const int64_t batches_before = (*server)->metrics().batches();
+    const int64_t steps_before = (*server)->metrics().batches();
     const int64_t tokens_before = (*server)->metrics().generation_tokens();
     const double tps = Run(*port, clients, std::max(requests, clients), max_tokens);
-    const int64_t batches = (*server)->metrics().batches() - batches_before;
-    const double seqs =
-        static_cast<double>((*server)->metrics().generation_tokens() - tokens_before) / max_tokens;
+    const int64_t steps = (*server)->metrics().batches() - steps_before;
+    const int64_t tokens = (*server)->metrics().generation_tokens() - tokens_before;
+    // A decode step samples one token for each running sequence: tokens / steps is the mean
+    // batch size.
     std::printf("%8d %12.0f %18.0f %8.2f %14.1f\n", clients, tps, one_by_one, tps / one_by_one,
-                batches > 0 ? seqs / static_cast<double>(batches) : 0.0);
+                steps > 0 ? static_cast<double>(tokens) / static_cast<double>(steps) : 0.0);
   }
   (*server)->Stop();
   std::filesystem::remove_all(dir);

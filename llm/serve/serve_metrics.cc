@@ -141,13 +141,6 @@ int64_t ServeMetrics::max_batch_requests() const {
   return max_batch_requests_;
 }
 
-double ServeMetrics::mean_batch_sequences() const {
-  std::lock_guard lock(mu_);
-  return batch_sequences_.count() == 0
-             ? 0.0
-             : batch_sequences_.sum() / static_cast<double>(batch_sequences_.count());
-}
-
 int64_t ServeMetrics::generation_tokens() const {
   std::lock_guard lock(mu_);
   return generation_tokens_;

@@ -47,7 +47,6 @@ class ServeMetrics {
   int64_t requests(const std::string& endpoint, int status) const;
   int64_t batches() const;
   int64_t max_batch_requests() const;
-  double mean_batch_sequences() const;  // sequences per decode step
   int64_t generation_tokens() const;
 
  private:
