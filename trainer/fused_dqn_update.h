@@ -1,5 +1,5 @@
 // FusedDqnUpdate: the Double-DQN update of the dueling navigator (RLoT Section 4.2) written out
-// by hand: forward, backward and Adam in plain loops over float arrays, without LibTorch.
+// by hand: forward, backward and Adam over float arrays, without LibTorch.
 //
 // For a 2,566-parameter MLP, autograd's per-op dispatch costs far more than the arithmetic; the
 // fused path does the same maths (same parameter layout, PyTorch's Adam formulas) in one pass.
@@ -7,8 +7,9 @@
 // and exact resume are the same for both paths; tests/trainer check that the loss and the
 // gradients agree with autograd to 1e-5.
 //
-// Two implementations: for the default width (hidden 32, up to 7 actions) vector kernels with
-// the layers packed and fused (fused_dqn_update.inc), built twice, for the SSE2 baseline and for
+// Two implementations: for the default width (hidden 32, up to 7 actions) vector kernels on
+// packed weights, with the two hidden heads run as one 32 -> 64 layer and the two output heads
+// as one 64 -> 8 layer (fused_dqn_update.inc), built twice, for the SSE2 baseline and for
 // AVX2+FMA, one picked at construction from what the CPU supports; any other shape runs plain
 // scalar loops. Each gives the same bits run after run on the same machine (exact resume relies
 // on it); the two ISAs differ from each other by float rounding only (FMA).
