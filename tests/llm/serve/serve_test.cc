@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include "core/config/binder.h"
+#include "core/config/node.h"
 #include "models/causal_lm.h"
 #include "models/generation.h"
 #include "models/tokenizer/byte_tokenizer.h"
@@ -510,6 +512,72 @@ TEST(ServeBatchingIntegrationTest, ConcurrentRequestsShareABatch) {
                          {"ignore_eos", true},
                          {"return_token_ids", true}});
   EXPECT_EQ(alone.json["choices"][0]["token_ids"], results[0]["choices"][0]["token_ids"]);
+}
+
+// Requests for the base model and two adapters, sent at once, each get what they get alone:
+// adapters are swapped between batches, never inside one.
+TEST(ServeBatchingIntegrationTest, MixedAdaptersGetTheirOwnResults) {
+  ServeConfig c;
+  c.model = testing::WriteServableTinyModel("serve_mixed");
+  const std::string a = testing::WriteAdapter(c.model, "serve_mixed_a", false);
+  c.adapters = {"a=" + a};
+  c.port = 0;
+  c.batch_wait_ms = 20;
+  auto s = Server::Create(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto port = (*s)->Start();
+  ASSERT_TRUE(port.ok());
+  const std::vector<std::string> models = {"", "a", "", "a", "a", ""};
+  auto body = [&](size_t i) {
+    json b = {{"prompt", json({3, 1, 4, 1, 5})},
+              {"max_tokens", 16},
+              {"temperature", 0},
+              {"ignore_eos", true},
+              {"logprobs", 0},
+              {"return_token_ids", true}};
+    if (!models[i].empty()) b["model"] = models[i];
+    return b;
+  };
+  std::vector<json> alone;
+  for (size_t i = 0; i < 2; ++i) alone.push_back(Post(*port, "/v1/completions", body(i)).json);
+  ASSERT_NE(alone[0]["choices"][0]["logprobs"]["token_logprobs"],
+            alone[1]["choices"][0]["logprobs"]["token_logprobs"]);
+  std::vector<json> together(models.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < models.size(); ++i) {
+    threads.emplace_back([&, i] { together[i] = Post(*port, "/v1/completions", body(i)).json; });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < models.size(); ++i) {
+    const json& want = alone[models[i].empty() ? 0 : 1]["choices"][0];
+    const json& got = together[i]["choices"][0];
+    ASSERT_TRUE(got.is_object()) << together[i].dump();
+    EXPECT_EQ(got["token_ids"], want["token_ids"]) << i;
+    auto g = got["logprobs"]["token_logprobs"].get<std::vector<float>>();
+    auto w = want["logprobs"]["token_logprobs"].get<std::vector<float>>();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t t = 0; t < g.size(); ++t) EXPECT_NEAR(g[t], w[t], 1e-4) << i << " " << t;
+  }
+}
+
+TEST(ServeConfigTest, BindsFromYamlWithRangeChecks) {
+  auto node = config::ParseYaml(
+      "model: /m\nadapters: [a=/x]\nport: 0\nmax_batch: 8\nchat_template: {kind: chatml}\n",
+      "serve.yaml");
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  ServeConfig c;
+  ASSERT_TRUE(config::Load(*node, c).ok());
+  EXPECT_EQ(c.model, "/m");
+  EXPECT_EQ(c.adapters, std::vector<std::string>{"a=/x"});
+  EXPECT_EQ(c.max_batch, 8);
+  EXPECT_EQ(c.chat_template.kind, "chatml");
+  EXPECT_EQ(c.host, "127.0.0.1");
+  auto bad = config::ParseYaml("max_batch: 0\n", "serve.yaml");
+  ASSERT_TRUE(bad.ok());
+  ServeConfig d;
+  Status s = config::Load(*bad, d);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("max_batch"), std::string::npos) << s.message();
 }
 
 }  // namespace
