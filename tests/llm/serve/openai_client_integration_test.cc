@@ -32,6 +32,8 @@ bool Exists(const std::string& path) { return std::ifstream(path).good(); }
 class ServeProcess {
  public:
   ServeProcess(const std::vector<std::string>& args, std::string log) : log_(std::move(log)) {
+    // Emptied before the fork: a previous run's URL must not be mistaken for this one's.
+    std::ofstream(log_, std::ios::trunc).close();
     pid_ = fork();
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
