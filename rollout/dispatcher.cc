@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "rollout/allocator_tuning.h"
@@ -482,7 +484,8 @@ Status Dispatcher::Submit(std::vector<v1::EpisodeRequest> requests) {
     ALLOT_RETURN_IF_ERROR(ValidateEpisodeRequest(r));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<std::string> batch;
+  std::unordered_set<std::string_view> batch;
+  batch.reserve(requests.size());
   for (const auto& r : requests) {
     if (ledger_.count(r.episode_id()) > 0 || !batch.insert(r.episode_id()).second) {
       return AlreadyExists("episode_id '" + r.episode_id() + "' was already submitted");

@@ -17,9 +17,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/status.h"
@@ -115,7 +116,7 @@ class Dispatcher {
     uint64_t session = 0;
     grpc::ClientContext* ctx = nullptr;
     int missed = 0;
-    std::set<std::string> assigned;
+    std::unordered_set<std::string> assigned;
     std::deque<v1::EpisodeRequest> to_send;
     std::vector<std::string> acks;
     std::shared_ptr<const std::vector<v1::PolicyChunk>> policy_chunks;
@@ -143,7 +144,7 @@ class Dispatcher {
   std::condition_variable ready_cv_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
-  std::map<std::string, Entry> ledger_;
+  std::unordered_map<std::string, Entry> ledger_;
   std::deque<std::string> pending_;
   std::deque<FinishedEpisode> ready_;
   std::map<std::string, Group> groups_;
