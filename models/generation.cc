@@ -314,6 +314,35 @@ Status DecodeBatch::Add(uint64_t id, GenerationRequest request) {
   return Status::Ok();
 }
 
+Status DecodeBatch::Cancel(uint64_t id) {
+  State& st = *state_;
+  if (st.requests.count(id) == 0) {
+    return NotFound("request " + std::to_string(id) + " is not in the batch");
+  }
+  std::vector<int64_t> keep;
+  std::vector<std::unique_ptr<Live>> rows;
+  std::vector<uint64_t> row_ids;
+  for (size_t r = 0; r < st.rows.size(); ++r) {
+    if (st.row_ids[r] == id) continue;
+    keep.push_back(static_cast<int64_t>(r));
+    rows.push_back(std::move(st.rows[r]));
+    row_ids.push_back(st.row_ids[r]);
+  }
+  st.requests.erase(id);
+  if (keep.empty()) {
+    Clear();
+    return Status::Ok();
+  }
+  torch::NoGradGuard no_grad;
+  at::Tensor idx = torch::tensor(keep, torch::kLong).to(model_->device());
+  st.cache.Select(idx);
+  st.mask = st.mask.index_select(0, idx);
+  st.logits = st.logits.index_select(0, idx);
+  st.rows = std::move(rows);
+  st.row_ids = std::move(row_ids);
+  return Status::Ok();
+}
+
 Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::Step() {
   State& st = *state_;
   std::vector<std::pair<uint64_t, GenerationResult>> finished;

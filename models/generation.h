@@ -94,6 +94,10 @@ class DecodeBatch {
   // Returns the requests all of whose samples finished in this step.
   Result<std::vector<std::pair<uint64_t, GenerationResult>>> Step();
 
+  // Drops request `id`'s samples from the batch (e.g. its client went away). NotFound when it
+  // is not in the batch.
+  Status Cancel(uint64_t id);
+
   int64_t sequences() const;  // rows in the batch
   int64_t requests() const;   // requests with a sample still running
   bool empty() const { return sequences() == 0; }

@@ -150,6 +150,24 @@ void Engine::Loop() {
       const uint64_t job_id = next_job++;
       Admit(q, batch, job_id, running, owner, &next_request);
     }
+    // Jobs whose caller went away leave the batch now.
+    for (auto it = running.begin(); it != running.end();) {
+      Running& r = it->second;
+      if (!r.job.cancelled || !r.job.cancelled->load()) {
+        ++it;
+        continue;
+      }
+      for (auto o = owner.begin(); o != owner.end();) {
+        if (o->second.first != it->first) {
+          ++o;
+          continue;
+        }
+        batch.Cancel(o->first);
+        o = owner.erase(o);
+      }
+      r.job.done(Cancelled("the client went away"));
+      it = running.erase(it);
+    }
     if (batch.empty()) {
       busy_ = false;
       continue;

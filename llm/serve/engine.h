@@ -11,6 +11,7 @@
 // Thread-safe. Job callbacks run on the scheduler thread and must not block.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -54,6 +55,9 @@ struct EngineJob {
   std::vector<models::GenerationRequest> requests;
   int top_logprobs = 0;
   std::function<void(Result<EngineOutput>)> done;
+  // Set by the caller when nobody wants the result any more (a streaming client hung up); the
+  // job leaves the batch before the next step and `done` gets Cancelled.
+  std::shared_ptr<std::atomic<bool>> cancelled;
 };
 
 class Engine {

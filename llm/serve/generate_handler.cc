@@ -324,25 +324,31 @@ void Server::HandleGenerate(const httplib::Request& req, httplib::Response& res,
     if (g->return_token_ids) c["prompt_token_ids"] = chat_prompt;
     channel->Push(c);
   }
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  job.cancelled = cancelled;
   if (Status s = engine_->Submit(std::move(job)); !s.ok()) return SendError(res, FromStatus(s));
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [channel](size_t, httplib::DataSink& sink) {
-    std::unique_lock lock(channel->mu);
-    channel->cv.wait(lock, [&] { return !channel->events.empty() || channel->finished; });
-    while (!channel->events.empty()) {
-      std::string e = std::move(channel->events.front());
-      channel->events.pop_front();
-      lock.unlock();
-      if (!sink.write(e.data(), e.size())) return false;
-      lock.lock();
-    }
-    if (channel->finished) {
-      lock.unlock();
-      sink.done();
-    }
-    return true;
-  });
+  res.set_chunked_content_provider(
+      "text/event-stream", [channel, cancelled](size_t, httplib::DataSink& sink) {
+        std::unique_lock lock(channel->mu);
+        channel->cv.wait(lock, [&] { return !channel->events.empty() || channel->finished; });
+        while (!channel->events.empty()) {
+          std::string e = std::move(channel->events.front());
+          channel->events.pop_front();
+          lock.unlock();
+          if (!sink.write(e.data(), e.size())) {
+            cancelled->store(true);  // the client hung up: stop decoding for it
+            return false;
+          }
+          lock.lock();
+        }
+        if (channel->finished) {
+          lock.unlock();
+          sink.done();
+        }
+        return true;
+      });
 }
 
 }  // namespace allot::llm::serve

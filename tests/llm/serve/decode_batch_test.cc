@@ -92,5 +92,31 @@ TEST_F(DecodeBatchTest, InvalidRequestsAreRejectedBeforeJoining) {
   EXPECT_EQ(batch.sequences(), 1);
 }
 
+TEST_F(DecodeBatchTest, CancelledRequestsLeaveAndOthersAreUnchanged) {
+  const GenerationRequest keep = Request({4, 5, 6}, 8, 1, 0.0);
+  DecodeBatch batch(model_.get(), &tok_);
+  ASSERT_TRUE(batch.Add(0, Request({1, 2, 3, 4, 5, 6, 7}, 8, 2, 1.0)).ok());
+  ASSERT_TRUE(batch.Add(1, keep).ok());
+  EXPECT_EQ(batch.sequences(), 3);
+  std::map<uint64_t, GenerationResult> got;
+  for (int step = 0; step < 20 && got.size() < 1; ++step) {
+    if (step == 3) {
+      ASSERT_TRUE(batch.Cancel(0).ok());
+      EXPECT_EQ(batch.sequences(), 1);
+      EXPECT_FALSE(batch.Cancel(0).ok());
+    }
+    auto done = batch.Step();
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    for (auto& [id, r] : *done) got[id] = std::move(r);
+  }
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_TRUE(got.count(1));
+  Generator gen(model_.get(), &tok_);
+  auto solo = gen.Generate({keep});
+  ASSERT_TRUE(solo.ok());
+  EXPECT_EQ(got[1].samples[0].token_ids, (*solo)[0].samples[0].token_ids);
+  EXPECT_TRUE(batch.empty());
+}
+
 }  // namespace
 }  // namespace allot::models

@@ -448,6 +448,25 @@ TEST_F(ServeTest, MalformedRequestsGetErrorJsonAndTheServerKeepsServing) {
   EXPECT_EQ(Post(port_, "/v1/completions", json{{"prompt", "ok"}, {"max_tokens", 2}}).status, 200);
 }
 
+TEST_F(ServeTest, StreamClientHangingUpStopsItsDecoding) {
+  const int64_t steps_before = server_->metrics().batches();
+  httplib::Client cli("127.0.0.1", port_);
+  int chunks = 0;
+  json body = {{"prompt", "ab"}, {"max_tokens", 240}, {"ignore_eos", true}, {"stream", true}};
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };
+  auto r = cli.send(req);
+  EXPECT_GE(chunks, 1);
+  // The server goes on serving; by the time this request is done the hung-up one has left.
+  EXPECT_EQ(Post(port_, "/v1/completions", json{{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LT(server_->metrics().batches() - steps_before, 200);
+}
+
 TEST(ServeAuthTest, ApiKeyIsRequiredExceptForHealth) {
   ServeConfig c;
   c.model = testing::WriteServableTinyModel("serve_auth");
