@@ -48,6 +48,10 @@ struct DqnConfig {
   // The update itself: hand-fused forward/backward + Adam for the dueling MLP (same maths as
   // the LibTorch path, tested to agree), or LibTorch autograd.
   bool fused_update = true;
+  // Which kernels the fused update runs: "auto" picks AVX2+FMA where the CPU has it. A run
+  // resumes bit-identically only on the same kernels; "portable" (SSE2) gives the same bits on
+  // every x86-64 machine.
+  std::string fused_kernels = "auto";
 
   void Describe(config::Visitor& v) {
     v.Field("state_dim", state_dim,
@@ -88,6 +92,9 @@ struct DqnConfig {
              .max = 65536.0});
     v.Field("fused_update", fused_update,
             {.doc = "hand-fused forward/backward + Adam instead of LibTorch autograd"});
+    v.Field("fused_kernels", fused_kernels,
+            {.doc = "fused update kernels; portable = same bits on every x86-64 machine",
+             .choices = {"auto", "portable"}});
   }
 };
 

@@ -56,8 +56,9 @@ DqnLearner::DqnLearner(const DqnConfig& config, uint64_t seed)
   SyncTarget();
   nets_->optimizer = std::make_unique<torch::optim::Adam>(nets_->online->parameters(),
                                                           torch::optim::AdamOptions(config.lr));
+  const FusedIsa isa = config.fused_kernels == "portable" ? FusedIsa::kPortable : FusedIsa::kAuto;
   fused_ = std::make_unique<FusedDqnUpdate>(
-      DuelingShape{config.state_dim, config.num_actions, config.hidden, 1.5f, 1.5f});
+      DuelingShape{config.state_dim, config.num_actions, config.hidden, 1.5f, 1.5f}, isa);
   for (int size : fused_->sizes()) grads_.emplace_back(static_cast<size_t>(size));
   RefreshActor();
 }
@@ -256,6 +257,8 @@ UpdateStats DqnLearner::FusedUpdate(const SampledBatch& b) {
   replay_.UpdatePriorities(b.indices, fused_td_);
   return UpdateStats{fs.loss, fs.q_mean, fs.td_abs_mean};
 }
+
+const char* DqnLearner::fused_kernel() const { return fused_->kernel(); }
 
 UpdateStats DqnLearner::Update(const SampledBatch& b) {
   if (config_.fused_update) return FusedUpdate(b);

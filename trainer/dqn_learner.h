@@ -68,6 +68,8 @@ class DqnLearner {
   int64_t episodes() const { return episodes_; }
   int64_t env_steps() const { return env_steps_; }
   int64_t updates() const { return updates_; }
+  // The fused update's kernels ("avx2", "sse2" or "generic"; see dqn.fused_kernels).
+  const char* fused_kernel() const;
   const ReplayBuffer& replay() const { return replay_; }
   const DqnConfig& config() const { return config_; }
 

@@ -18,6 +18,7 @@
 #include "tests/core/temp_dir.h"
 #include "trainer/dqn_learner.h"
 #include "trainer/dqn_trainer.h"
+#include "trainer/fused_dqn_update.h"
 #include "trainer/replay_buffer.h"
 
 namespace allot::trainer {
@@ -237,6 +238,17 @@ TEST(DqnLearnerTest, FusedPathFollowsUpdatesAndLoad) {
   EXPECT_EQ(*a.OnlineWeights(), *b.OnlineWeights());
   EXPECT_EQ(a.actor().Greedy(std::span<const float>(probe.data(), 7)),
             b.actor().Greedy(std::span<const float>(probe.data(), 7)));
+}
+
+// dqn.fused_kernels: "portable" pins the SSE2 kernels (same bits on every x86-64 machine);
+// "auto" takes AVX2+FMA where the CPU has them.
+TEST(DqnLearnerTest, FusedKernelsFollowTheConfig) {
+  DqnConfig cfg;
+  cfg.fused_kernels = "portable";
+  EXPECT_STREQ(DqnLearner(cfg, 1).fused_kernel(), "sse2");
+  cfg.fused_kernels = "auto";
+  EXPECT_STREQ(DqnLearner(cfg, 1).fused_kernel(),
+               FusedDqnUpdate::Avx2Supported() ? "avx2" : "sse2");
 }
 
 TEST(DqnLearnerTest, RejectsMalformedTransitions) {
