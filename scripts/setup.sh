@@ -24,10 +24,12 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git   # toolchain
   clang libclang-rt-14-dev                                   # libFuzzer targets
   libtorch-dev libgloo-dev                                   # learner: LibTorch 1.13 CPU, Gloo
+  libopenblas0-pthread                # optimised BLAS for LibTorch's CPU GEMMs (5x batched decode)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # rollout protocol
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev            # configs, JSON, CLI
   libspdlog-dev libfmt-dev                                   # logging
   libssl-dev                                                 # sha256 for checkpoint manifests
+  openssl                                                    # throwaway certificates in TLS tests
   libcurl4-openssl-dev libcpp-httplib-dev                    # LLM HTTP client and server
   libpcre2-dev libutf8proc-dev                               # BPE tokenizer
   libginac-dev                                               # symbolic maths (rewards, tools)
