@@ -185,7 +185,9 @@ void Server::Route() {
         }
         SendError(res, e);
       });
-  h.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  // Counted when the response is final but before it is written (the logger would run after
+  // the client already has it, so a scrape right after a reply could miss the reply).
+  h.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const bool known = PostPaths().count(req.path) || GetPaths().count(req.path);
     metrics_.CountRequest(known ? req.path : "other", res.status);
   });

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <random>
+#include <string>
 
 #include "models/dueling_qnet.h"
 #include "trainer/dqn_learner.h"
@@ -143,7 +144,15 @@ INSTANTIATE_TEST_SUITE_P(LossIsaBatch, FusedGradTest,
                                            GradCase{true, FusedIsa::kAvx2, 13, 32},
                                            GradCase{false, FusedIsa::kAvx2, 1, 32},
                                            GradCase{false, FusedIsa::kAuto, 64, 16},
-                                           GradCase{true, FusedIsa::kAuto, 29, 16}));
+                                           GradCase{true, FusedIsa::kAuto, 29, 16}),
+                         [](const ::testing::TestParamInfo<GradCase>& info) {
+                           const GradCase& c = info.param;
+                           const char* isa = c.isa == FusedIsa::kPortable ? "Portable"
+                                             : c.isa == FusedIsa::kAvx2   ? "Avx2"
+                                                                          : "Auto";
+                           return std::string(c.huber ? "Huber" : "Mse") + isa + "Batch" +
+                                  std::to_string(c.batch) + "Hidden" + std::to_string(c.hidden);
+                         });
 
 // The AVX2 kernels (with fused multiply-add) and the portable ones agree to float rounding on
 // the targets, the gradients and the weights after many Adam steps.

@@ -414,6 +414,21 @@ TEST_F(ServeTest, MetricsCountRequestsAndTokens) {
   EXPECT_NE(m.body.find(line), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("allot:time_to_first_token_seconds_count"), std::string::npos);
   EXPECT_NE(m.body.find("allot:batch_sequences_bucket{le=\"+Inf\"}"), std::string::npos);
+
+  // Errors are counted too, by status, and are in the very next scrape.
+  const int64_t bad = server_->metrics().requests("/v1/completions", 400);
+  const int64_t lost = server_->metrics().requests("other", 404);
+  ASSERT_EQ(Post(port_, "/v1/completions", json{{"prompt", "m"}, {"n", 0}}).status, 400);
+  ASSERT_EQ(Get(port_, "/v1/nowhere").status, 404);
+  m = Get(port_, "/metrics");
+  EXPECT_NE(m.body.find("allot:http_requests_total{endpoint=\"/v1/completions\",status=\"400\"} " +
+                        std::to_string(bad + 1)),
+            std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("allot:http_requests_total{endpoint=\"other\",status=\"404\"} " +
+                        std::to_string(lost + 1)),
+            std::string::npos)
+      << m.body;
 }
 
 TEST_F(ServeTest, MalformedRequestsGetErrorJsonAndTheServerKeepsServing) {
