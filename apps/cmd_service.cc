@@ -34,6 +34,8 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
   serve->add_option("--device", sc->device, "torch device")->capture_default_str();
+  serve->add_option("--threads", sc->threads, "CPU threads for LibTorch and the BLAS (0 = all)")
+      ->capture_default_str();
   serve->add_option("--api-key", sc->api_key, "require Authorization: Bearer KEY");
   serve->add_option("--chat-template", sc->chat_template.kind, "auto, chatml or llama3")
       ->capture_default_str()

@@ -1,6 +1,5 @@
 // The dqn engine: trains the RLoT navigator, in one process (learner and env together), or
 // actor/learner style over rollout workers when dqn.distributed is set.
-#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -10,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "models/cpu_threads.h"
 #include "trainer/dqn_distributed.h"
 #include "trainer/dqn_learner.h"
 #include "trainer/dqn_trainer.h"
@@ -70,7 +70,7 @@ int TrainAndFinish(RunContext& ctx, const trainer::DqnRunOptions& options, Train
 int RunDqnEngine(RunContext& ctx) {
   const AllotConfig& cfg = ctx.loaded.config;
   // The navigator is tiny: more threads only add synchronisation.
-  at::set_num_threads(1);
+  models::SetCpuThreads(1);
 
   trainer::DqnRunOptions options;
   options.dqn = cfg.dqn;

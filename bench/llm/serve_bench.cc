@@ -24,6 +24,7 @@
 
 #include "llm/serve/server.h"
 #include "models/causal_lm.h"
+#include "models/cpu_threads.h"
 #include "models/tokenizer/byte_tokenizer.h"
 
 namespace {
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--max-tokens") == 0) max_tokens = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--requests") == 0) requests = std::atoi(argv[i + 1]);
   }
-  torch::set_num_threads(threads);
+  allot::models::SetCpuThreads(threads);
   const std::string dir = WriteModel();
   allot::llm::serve::ServeConfig config;
   config.model = dir;

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "models/causal_lm.h"
+#include "models/cpu_threads.h"
 #include "models/generation.h"
 
 namespace {
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
   }
-  torch::set_num_threads(threads);
+  allot::models::SetCpuThreads(threads);
   torch::manual_seed(0);
   const int64_t kMaxTokens = 64;
   auto model = std::make_shared<CausalLMImpl>(TinyConfig(259), torch::TensorOptions());

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "llm/serve/server.h"
+#include "models/cpu_threads.h"
 
 namespace allot::llm::serve {
 
@@ -18,6 +19,7 @@ Status RunServe(const ServeConfig& config,
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (config.threads > 0) models::SetCpuThreads(config.threads);
   ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(config));
   ALLOT_ASSIGN_OR_RETURN(int port, server->Bind());
   (void)port;

@@ -18,6 +18,7 @@ struct ServeConfig {
   int port = 8000;  // 0 = any free port
   std::string dtype = "auto";
   std::string device = "cpu";
+  int threads = 0;         // CPU threads for LibTorch and the BLAS; 0 = their defaults
   int max_batch = 32;      // sequences decoded together in one batch
   int batch_wait_ms = 2;   // how long the scheduler waits for more requests to join a batch
   int max_waiting = 1024;  // queued requests beyond this get 503
@@ -37,6 +38,8 @@ struct ServeConfig {
     v.Field("dtype", dtype,
             {.doc = "weight dtype", .choices = {"auto", "float32", "bfloat16", "float16"}});
     v.Field("device", device, {.doc = "torch device (cpu, cuda, cuda:1)"});
+    v.Field("threads", threads,
+            {.doc = "CPU threads for LibTorch and the BLAS (0 = one per core)", .min = 0});
     v.Field("max_batch", max_batch, {.doc = "sequences decoded together", .min = 1});
     v.Field("batch_wait_ms", batch_wait_ms,
             {.doc = "how long a batch waits for more requests before it starts", .min = 0});
