@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -150,8 +151,10 @@ TEST(CheckpointStoreIntegrationTest, KillDuringSaveNeverLosesTheLastGoodCheckpoi
       for (int64_t step = next_step;; ++step) {
         auto r = store.Save(step, [&](const std::string& d) { return WriteStep(d, step, kSize); });
         if (!r.ok()) ::_exit(3);
-        // Record the step whose save has completed.
-        std::ofstream(progress, std::ios::trunc) << step;
+        // Record the step whose save has completed. Written to a temporary file and renamed,
+        // so that a kill mid-record leaves the previous record, never an empty file.
+        std::ofstream(progress + ".tmp", std::ios::trunc) << step;
+        std::rename((progress + ".tmp").c_str(), progress.c_str());
       }
     }
     // A save takes a few to tens of milliseconds (fsync); kill anywhere across several saves.
