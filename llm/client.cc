@@ -227,6 +227,7 @@ void Client::Attempt(std::shared_ptr<CallState> st) {
   const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(st->deadline - now);
   req.timeout = std::min(Ms(ep.cfg.limits.timeout_s), remaining);
   req.connect_timeout = std::min(Ms(ep.cfg.limits.connect_timeout_s), remaining);
+  req.ca_file = ep.cfg.ca_file;
   req.max_response_bytes = ep.cfg.limits.max_response_bytes;
   req.on_data = st->on_data;
   ++st->attempts;
@@ -340,6 +341,7 @@ void Client::Probe(Endpoint* ep) {
   req.url = ep->base + "/health";
   req.timeout = Ms(std::min(ep->cfg.limits.timeout_s, 10.0));
   req.connect_timeout = Ms(ep->cfg.limits.connect_timeout_s);
+  req.ca_file = ep->cfg.ca_file;
   if (!ep->auth.empty()) req.headers.push_back(ep->auth);
   transport_->Send(std::move(req), [this, ep](HttpResponse&& r) {
     const bool healthy = r.status.ok() && r.http_status >= 200 && r.http_status < 300;

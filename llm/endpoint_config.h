@@ -57,6 +57,7 @@ struct EndpointConfig {
   std::string base_url;           // "http://127.0.0.1:8000" (with or without /v1)
   std::string model;              // served model name sent as "model"
   std::string api_key;            // usually "${OPENAI_API_KEY}"; empty = no auth header
+  std::string ca_file;            // PEM CAs for an https endpoint; empty = the system store
   double params_b = 0.0;          // parameters, billions
   double active_params_b = 0.0;   // active parameters for MoE; 0 = params_b
   std::string group = "SLM";      // R2-Reasoner capability group
@@ -74,6 +75,8 @@ struct EndpointConfig {
     v.Field("base_url", base_url, {.doc = "OpenAI-compatible base URL, e.g. http://host:8000"});
     v.Field("model", model, {.doc = "served model name"});
     v.Field("api_key", api_key, {.doc = "bearer token, e.g. ${OPENAI_API_KEY}", .secret = true});
+    v.Field("ca_file", ca_file,
+            {.doc = "PEM file of CAs that sign an https endpoint (default: the system store)"});
     v.Field("params_b", params_b, {.doc = "model parameters (billions)", .min = 0.0});
     v.Field("active_params_b", active_params_b,
             {.doc = "active parameters for MoE (billions), 0 = params_b", .min = 0.0});

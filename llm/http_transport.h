@@ -32,6 +32,7 @@ struct HttpRequest {
   std::chrono::milliseconds timeout{120000};
   std::chrono::milliseconds connect_timeout{10000};
   int64_t max_response_bytes = 64ll << 20;
+  std::string ca_file;  // PEM CAs verifying an https server; empty = the system store
   // Streaming: called on the loop thread with each piece of a 2xx body as it arrives (the body
   // is then not buffered). Returning false aborts the transfer with kCancelled.
   std::function<bool(std::string_view)> on_data;
