@@ -179,7 +179,8 @@ TEST(CausalLMTest, ChunkedLogProbsEqualFullLogSoftmaxWithGradients) {
                           .narrow(1, 0, 8)
                           .gather(2, ids.narrow(1, 1, 8).unsqueeze(2))
                           .squeeze(2);
-    EXPECT_LT((logp - full).abs().max().item<float>(), 1e-5);
+    EXPECT_LT((logp - full).abs().max().item<float>(),
+              1e-5 + 1e-5 * full.abs().max().item<float>());
     // Gradients through the chunked backward equal autograd's through full logits; the tied
     // embedding receives both the logits and the input gradient.
     at::Tensor weights = torch::rand({2, 8});
@@ -187,8 +188,13 @@ TEST(CausalLMTest, ChunkedLogProbsEqualFullLogSoftmaxWithGradients) {
     at::Tensor q = m->named_parameters()["model.layers.0.self_attn.q_proj.weight"];
     auto grads_chunked = torch::autograd::grad({(logp * weights).sum()}, {emb, q});
     auto grads_full = torch::autograd::grad({(full * weights).sum()}, {emb, q});
-    EXPECT_LT((grads_chunked[0] - grads_full[0]).abs().max().item<float>(), 1e-5);
-    EXPECT_LT((grads_chunked[1] - grads_full[1]).abs().max().item<float>(), 1e-5);
+    // The two sum in different orders (and an optimised BLAS may split GEMMs across threads):
+    // agreement is to float rounding relative to the gradients' size.
+    for (size_t k = 0; k < 2; ++k) {
+      const float scale = grads_full[k].abs().max().item<float>();
+      EXPECT_LT((grads_chunked[k] - grads_full[k]).abs().max().item<float>(), 1e-5 + 1e-4 * scale)
+          << (k == 0 ? "embedding" : "q_proj") << " gradient, temperature " << temperature;
+    }
   }
 }
 
