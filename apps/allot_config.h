@@ -17,8 +17,8 @@
 #include "models/model_config.h"
 #include "rewards/composed_reward.h"
 #include "rollout/config.h"
-#include "trainer/dqn_config.h"
-#include "trainer/grpo_config.h"
+#include "trainer/dqn/dqn_config.h"
+#include "trainer/grpo/grpo_config.h"
 #include "trainer/trainer_config.h"
 
 namespace allot::apps {

@@ -10,8 +10,8 @@
 #include "apps/engines.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
-#include "trainer/navigator_eval.h"
-#include "trainer/navigator_export.h"
+#include "trainer/dqn/navigator_eval.h"
+#include "trainer/dqn/navigator_export.h"
 
 namespace allot::apps {
 namespace {

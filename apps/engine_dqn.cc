@@ -10,9 +10,9 @@
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
 #include "models/cpu_threads.h"
-#include "trainer/dqn_distributed.h"
-#include "trainer/dqn_learner.h"
-#include "trainer/dqn_trainer.h"
+#include "trainer/dqn/dqn_distributed.h"
+#include "trainer/dqn/dqn_learner.h"
+#include "trainer/dqn/dqn_trainer.h"
 
 namespace allot::apps {
 

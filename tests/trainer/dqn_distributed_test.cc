@@ -7,9 +7,9 @@
 
 #include "envs/synthetic/chain_env.h"
 #include "tests/rollout/rollout_test_util.h"
-#include "trainer/dqn_distributed.h"
-#include "trainer/dqn_learner.h"
-#include "trainer/dqn_trainer.h"
+#include "trainer/dqn/dqn_distributed.h"
+#include "trainer/dqn/dqn_learner.h"
+#include "trainer/dqn/dqn_trainer.h"
 
 namespace allot::trainer {
 namespace {

@@ -16,10 +16,10 @@
 #include "models/dueling_qnet.h"
 #include "models/navigator_mlp.h"
 #include "tests/core/temp_dir.h"
-#include "trainer/dqn_learner.h"
-#include "trainer/dqn_trainer.h"
-#include "trainer/fused_dqn_update.h"
-#include "trainer/replay_buffer.h"
+#include "trainer/dqn/dqn_learner.h"
+#include "trainer/dqn/dqn_trainer.h"
+#include "trainer/dqn/fused_dqn_update.h"
+#include "trainer/dqn/replay_buffer.h"
 
 namespace allot::trainer {
 namespace {

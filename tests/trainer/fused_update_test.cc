@@ -8,8 +8,8 @@
 #include <string>
 
 #include "models/dueling_qnet.h"
-#include "trainer/dqn_learner.h"
-#include "trainer/fused_dqn_update.h"
+#include "trainer/dqn/dqn_learner.h"
+#include "trainer/dqn/fused_dqn_update.h"
 
 namespace allot::trainer {
 namespace {

@@ -9,11 +9,11 @@
 #include "core/atomic_file.h"
 #include "core/checkpoint_store.h"
 #include "tests/core/temp_dir.h"
-#include "trainer/dqn_learner.h"
-#include "trainer/dqn_trainer.h"
-#include "trainer/navigator_eval.h"
-#include "trainer/navigator_export.h"
-#include "trainer/navigator_onnx.h"
+#include "trainer/dqn/dqn_learner.h"
+#include "trainer/dqn/dqn_trainer.h"
+#include "trainer/dqn/navigator_eval.h"
+#include "trainer/dqn/navigator_export.h"
+#include "trainer/dqn/navigator_onnx.h"
 
 namespace allot::trainer {
 namespace {

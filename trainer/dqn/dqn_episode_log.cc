@@ -1,10 +1,10 @@
-#include "trainer/dqn_episode_log.h"
+#include "trainer/dqn/dqn_episode_log.h"
 
 #include <numeric>
 #include <string>
 
 #include "core/metrics_writer.h"
-#include "trainer/dqn_learner.h"
+#include "trainer/dqn/dqn_learner.h"
 
 namespace allot::trainer {
 

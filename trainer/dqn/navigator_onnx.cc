@@ -1,4 +1,4 @@
-#include "trainer/navigator_onnx.h"
+#include "trainer/dqn/navigator_onnx.h"
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>

@@ -1,4 +1,4 @@
-#include "trainer/replay_buffer.h"
+#include "trainer/dqn/replay_buffer.h"
 
 #include <algorithm>
 #include <bit>

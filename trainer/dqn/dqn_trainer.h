@@ -17,7 +17,7 @@
 #include "core/status.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "models/navigator_mlp.h"
-#include "trainer/dqn_config.h"
+#include "trainer/dqn/dqn_config.h"
 
 namespace allot {
 class MetricsWriter;

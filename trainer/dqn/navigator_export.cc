@@ -1,11 +1,11 @@
-#include "trainer/navigator_export.h"
+#include "trainer/dqn/navigator_export.h"
 
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
-#include "trainer/navigator_onnx.h"
+#include "trainer/dqn/navigator_onnx.h"
 
 namespace allot::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/navigator_eval.h"
+#include "trainer/dqn/navigator_eval.h"
 
 #include <algorithm>
 #include <iostream>
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
-#include "trainer/navigator_weights.h"
+#include "trainer/dqn/navigator_weights.h"
 
 namespace allot::trainer {
 namespace {

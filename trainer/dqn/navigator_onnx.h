@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "trainer/navigator_weights.h"
+#include "trainer/dqn/navigator_weights.h"
 
 namespace allot::trainer {
 

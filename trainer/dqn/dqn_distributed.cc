@@ -1,4 +1,4 @@
-#include "trainer/dqn_distributed.h"
+#include "trainer/dqn/dqn_distributed.h"
 
 #include <spdlog/spdlog.h>
 
@@ -12,8 +12,8 @@
 #include "envs/synthetic/chain_env.h"
 #include "rollout/dispatcher.h"
 #include "rollout/worker.h"
-#include "trainer/dqn_episode_log.h"
-#include "trainer/dqn_learner.h"
+#include "trainer/dqn/dqn_episode_log.h"
+#include "trainer/dqn/dqn_learner.h"
 
 namespace allot::trainer {
 namespace {

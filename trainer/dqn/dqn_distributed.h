@@ -25,7 +25,7 @@
 
 #include "core/status.h"
 #include "rollout/config.h"
-#include "trainer/dqn_trainer.h"
+#include "trainer/dqn/dqn_trainer.h"
 
 namespace allot {
 class MetricsWriter;

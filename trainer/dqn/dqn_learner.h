@@ -21,8 +21,8 @@
 
 #include "core/status.h"
 #include "models/navigator_mlp.h"
-#include "trainer/dqn_config.h"
-#include "trainer/replay_buffer.h"
+#include "trainer/dqn/dqn_config.h"
+#include "trainer/dqn/replay_buffer.h"
 
 namespace allot::trainer {
 

@@ -1,12 +1,12 @@
-#include "trainer/dqn_trainer.h"
+#include "trainer/dqn/dqn_trainer.h"
 
 #include <spdlog/spdlog.h>
 
 #include "core/checkpoint_store.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
-#include "trainer/dqn_episode_log.h"
-#include "trainer/dqn_learner.h"
+#include "trainer/dqn/dqn_episode_log.h"
+#include "trainer/dqn/dqn_learner.h"
 
 namespace allot::trainer {
 

@@ -1,5 +1,5 @@
 // Built instead of navigator_onnx.cc when ALLOT_WITH_ONNX is off or libonnx is missing.
-#include "trainer/navigator_onnx.h"
+#include "trainer/dqn/navigator_onnx.h"
 
 namespace allot::trainer {
 namespace {

@@ -1,4 +1,4 @@
-#include "trainer/navigator_weights.h"
+#include "trainer/dqn/navigator_weights.h"
 
 #include <charconv>
 #include <cmath>

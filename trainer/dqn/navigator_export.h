@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "trainer/navigator_weights.h"
+#include "trainer/dqn/navigator_weights.h"
 
 namespace allot::trainer {
 

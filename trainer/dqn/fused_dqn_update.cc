@@ -1,4 +1,4 @@
-#include "trainer/fused_dqn_update.h"
+#include "trainer/dqn/fused_dqn_update.h"
 
 #include <algorithm>
 #include <cmath>
@@ -240,7 +240,7 @@ inline V Sqrt(V a) {
   return r;
 #endif
 }
-#include "trainer/fused_dqn_update.inc"
+#include "trainer/dqn/fused_dqn_update.inc"
 constexpr FastOps kOps{"sse2", &NetForward<kFastHidden>, &NetBackward<kFastHidden>, &AdamArray};
 }  // namespace portable
 
@@ -253,7 +253,7 @@ constexpr int kLanes = 8;
 inline V Splat(float x) { return _mm256_set1_ps(x); }
 inline V MulAdd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V Sqrt(V a) { return _mm256_sqrt_ps(a); }
-#include "trainer/fused_dqn_update.inc"
+#include "trainer/dqn/fused_dqn_update.inc"
 constexpr FastOps kOps{"avx2", &NetForward<kFastHidden>, &NetBackward<kFastHidden>, &AdamArray};
 }  // namespace avx2
 #pragma GCC pop_options

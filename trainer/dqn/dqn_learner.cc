@@ -1,4 +1,4 @@
-#include "trainer/dqn_learner.h"
+#include "trainer/dqn/dqn_learner.h"
 
 #include <torch/torch.h>
 
@@ -12,7 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
 #include "models/dueling_qnet.h"
-#include "trainer/fused_dqn_update.h"
+#include "trainer/dqn/fused_dqn_update.h"
 
 namespace allot::trainer {
 namespace {
