@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "rollout/runtime_env_adapter.h"
+
 namespace allot::rollout {
 
 EnvRegistry& EnvRegistry::Global() {
@@ -12,6 +14,10 @@ EnvRegistry& EnvRegistry::Global() {
 void EnvRegistry::Register(const std::string& name, EnvFactory factory) {
   std::lock_guard<std::mutex> lock(mu_);
   factories_[name] = std::move(factory);
+}
+
+void EnvRegistry::RegisterRuntimeEnv(const std::string& name, envs::runtime::EnvFactory factory) {
+  Register(name, AdaptEnvFactory(std::move(factory)));
 }
 
 bool EnvRegistry::Has(const std::string& name) const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "envs/runtime/env.h"
 #include "proto/allot/v1/rollout.pb.h"
 
 namespace allot::rollout {
@@ -57,13 +58,15 @@ class Env {
 // Builds an env from the request's env_config text (YAML or JSON).
 using EnvFactory = std::function<Result<std::unique_ptr<Env>>(const std::string& env_config)>;
 
-// Thread-safe name -> factory map.
-class EnvRegistry {
+// Thread-safe name -> factory map. Plain-C++ envs (envs/runtime/env.h) register through
+// RegisterRuntimeEnv and run behind a RuntimeEnvAdapter (rollout/runtime_env_adapter.h).
+class EnvRegistry : public envs::runtime::EnvRegistrar {
  public:
   static EnvRegistry& Global();
 
   // Replaces an existing factory of the same name.
   void Register(const std::string& name, EnvFactory factory);
+  void RegisterRuntimeEnv(const std::string& name, envs::runtime::EnvFactory factory) override;
   bool Has(const std::string& name) const;
   std::vector<std::string> Names() const;
   Result<std::unique_ptr<Env>> Create(const std::string& name, const std::string& env_config) const;

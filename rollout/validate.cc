@@ -161,15 +161,30 @@ bool AllFinite(const google::protobuf::RepeatedField<float>& v) {
   return bad == 0;
 }
 
+bool AllFinite(const google::protobuf::RepeatedField<double>& v) {
+  for (double x : v) {
+    if (!(std::fabs(x) <= std::numeric_limits<double>::max())) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status ValidateTrajectory(const v1::Trajectory& t) {
   ALLOT_RETURN_IF_ERROR(ValidateEpisodeId(t.episode_id(), "trajectory.episode_id"));
   // Error text is built only on failure: this runs for every trajectory on both sides.
   auto where = [&t] { return "trajectory " + t.episode_id() + ": "; };
+  // Per-step rewards: step_rewards[i] belongs to the segments whose step is i + 1.
+  const int n_steps = t.step_rewards_size();
+  if (n_steps > 65536) return InvalidArgument(where() + "step_rewards: more than 65536");
+  if (!AllFinite(t.step_rewards())) return InvalidArgument(where() + "step_rewards: not finite");
   for (int i = 0; i < t.segments_size(); ++i) {
     const v1::TokenSegment& s = t.segments(i);
     auto f = [&] { return where() + "segments[" + std::to_string(i) + "]"; };
+    if (n_steps > 0 && s.step() > static_cast<uint32_t>(n_steps)) {
+      return InvalidArgument(f() + ".step: " + std::to_string(s.step()) + " > " +
+                             std::to_string(n_steps) + " step_rewards");
+    }
     if (!v1::SegmentRole_IsValid(s.role()) || s.role() == v1::SEGMENT_ROLE_UNSPECIFIED) {
       return InvalidArgument(f() + ".role: unknown value " + std::to_string(s.role()));
     }

@@ -13,10 +13,7 @@ namespace {
 
 constexpr const char* kBlockNames[] = {"reason", "decompose", "debate", "refine", "terminate"};
 
-void CopyState(const ChainMdp::State& s, google::protobuf::RepeatedField<float>* out) {
-  out->Reserve(static_cast<int>(s.size()));
-  for (float x : s) out->Add(x);
-}
+std::vector<float> CopyState(const ChainMdp::State& s) { return {s.begin(), s.end()}; }
 
 }  // namespace
 
@@ -50,14 +47,14 @@ Result<std::unique_ptr<ChainEnv>> ChainEnv::Create(const std::string& env_config
 }
 
 Result<std::shared_ptr<const models::NavigatorMlp>> ChainEnv::Navigator(
-    const std::shared_ptr<const rollout::PolicySnapshot>& policy) {
+    const std::shared_ptr<const runtime::PolicySnapshot>& policy) {
   if (policy == nullptr || policy->bytes.empty()) {
     return std::shared_ptr<const models::NavigatorMlp>();
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (cached_ != nullptr && cached_version_ == policy->version) return cached_;
   const std::string source = "policy version " + std::to_string(policy->version);
-  if (policy->kind != v1::POLICY_KIND_QNET_WEIGHTS) {
+  if (policy->kind != runtime::PolicySnapshot::Kind::kQnetWeights) {
     return InvalidArgument(source + ": the chain env needs Q-net weights");
   }
   ALLOT_ASSIGN_OR_RETURN(
@@ -75,20 +72,18 @@ Result<std::shared_ptr<const models::NavigatorMlp>> ChainEnv::Navigator(
   return cached_;
 }
 
-Result<v1::Trajectory> ChainEnv::RunEpisode(const rollout::EpisodeContext& ctx) {
+Result<runtime::Trajectory> ChainEnv::Run(const runtime::EpisodeInput& input) {
   const auto started = std::chrono::steady_clock::now();
-  const v1::EpisodeRequest& req = *ctx.request;
-  v1::Trajectory traj;
-  traj.set_policy_version(ctx.policy != nullptr ? ctx.policy->version : 0);
-  auto nav = Navigator(ctx.policy);
+  runtime::Trajectory traj;
+  traj.policy_version = input.policy_version();
+  auto nav = Navigator(input.policy);
   if (!nav.ok()) {
-    traj.mutable_failure()->set_reason(v1::FAILURE_REASON_ENV_ERROR);
-    traj.mutable_failure()->set_message(nav.status().message());
+    traj.failure = {runtime::FailureReason::kEnvError, nav.status().message()};
     return traj;
   }
   const double epsilon =
-      (*nav == nullptr) ? 1.0 : static_cast<double>(req.sampling().temperature());
-  std::mt19937_64 rng(req.seed());
+      (*nav == nullptr) ? 1.0 : input.sampling.epsilon.value_or(input.sampling.temperature);
+  std::mt19937_64 rng(input.seed);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   std::uniform_int_distribution<int> any(0, ChainMdp::kNumActions - 1);
 
@@ -97,21 +92,21 @@ Result<v1::Trajectory> ChainEnv::RunEpisode(const rollout::EpisodeContext& ctx) 
   double ret = 0, prm = 0, outcome = 0;
   std::string blocks;
   for (bool done = false; !done;) {
-    if (ctx.Cancelled()) {
-      traj.mutable_failure()->set_reason(v1::FAILURE_REASON_CANCELLED);
-      traj.mutable_failure()->set_message("cancelled");
+    if (input.Cancelled()) {
+      traj.failure = {runtime::FailureReason::kCancelled, "cancelled"};
       break;
     }
     // Epsilon-greedy with the learner's epsilon (RLoT Section 3.3).
     const int action = coin(rng) < epsilon ? any(rng) : (*nav)->Greedy(state);
     const ChainMdp::Step step = mdp.Act(action);
-    v1::Transition* t = traj.add_transitions();
-    CopyState(state, t->mutable_state());
-    t->set_action(static_cast<uint32_t>(step.applied_action));
-    t->set_reward(step.reward);
-    CopyState(step.next_state, t->mutable_next_state());
-    t->set_done(step.done);
-    t->set_num_actions(ChainMdp::kNumActions);
+    runtime::Transition t;
+    t.state = CopyState(state);
+    t.action = static_cast<uint32_t>(step.applied_action);
+    t.reward = static_cast<float>(step.reward);
+    t.next_state = CopyState(step.next_state);
+    t.done = step.done;
+    t.num_actions = ChainMdp::kNumActions;
+    traj.transitions.push_back(std::move(t));
     ret += step.reward;
     (step.done ? outcome : prm) += step.reward;
     if (!blocks.empty()) blocks += "-";
@@ -119,25 +114,20 @@ Result<v1::Trajectory> ChainEnv::RunEpisode(const rollout::EpisodeContext& ctx) 
     state = step.next_state;
     done = step.done;
   }
-  traj.set_reward(ret);
-  auto* r = traj.add_rewards();
-  r->set_name("outcome");
-  r->set_value(outcome);
-  r = traj.add_rewards();
-  r->set_name("prm");
-  r->set_value(prm);
-  (*traj.mutable_info())["blocks"] = blocks;
-  traj.mutable_accounting()->set_latency_ms(
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-          .count());
+  traj.reward = ret;
+  traj.SetReward("outcome", outcome);
+  traj.SetReward("prm", prm);
+  traj.info["blocks"] = blocks;
+  traj.latency_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return traj;
 }
 
-void RegisterChainEnv(rollout::EnvRegistry& registry) {
-  registry.Register(
-      "chain", [](const std::string& env_config) -> Result<std::unique_ptr<rollout::Env>> {
+void RegisterChainEnv(runtime::EnvRegistrar& registry) {
+  registry.RegisterRuntimeEnv(
+      "chain", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
         ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<ChainEnv> env, ChainEnv::Create(env_config));
-        return std::unique_ptr<rollout::Env>(std::move(env));
+        return std::unique_ptr<runtime::Env>(std::move(env));
       });
 }
 

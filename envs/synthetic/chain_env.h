@@ -1,12 +1,15 @@
 // ChainEnv: the chain MDP (chain_mdp.h) as a rollout env, so that the navigator can be trained
 // actor/learner style (Ape-X, Horgan et al. 2018) over the rollout protocol.
 //
-// An episode acts epsilon-greedily with the navigator weights of the worker's policy snapshot
+// An episode acts epsilon-greedily with the navigator weights of the host's policy snapshot
 // (NavigatorMlp over the safetensors bytes the learner publishes); before the first update
-// arrives it acts uniformly at random. The learner passes its current epsilon as
-// `sampling.temperature` (the exploration knob of a Q-net policy, in [0, 1]) and the episode's
-// RNG seed as `seed`. The trajectory carries one DQN transition per step, the combined return
-// as `reward`, the outcome and process-reward terms, and the block sequence in info["blocks"].
+// arrives it acts uniformly at random. Epsilon comes from `sampling.epsilon`, or, when the
+// host sets none, from `sampling.temperature` (how the learner sends it today), and the
+// episode's RNG seed from `seed`.
+//
+// A plain-C++ env (envs/runtime/env.h): the rollout worker runs it behind its adapter. The
+// trajectory carries one DQN transition per step, the combined return as `reward`, the outcome and
+// process-reward terms, and the block sequence in info["blocks"].
 //
 // Thread-safe: episodes run concurrently; parsed navigators are cached per policy version.
 #pragma once
@@ -16,24 +19,24 @@
 #include <string>
 
 #include "core/status.h"
+#include "envs/runtime/env.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "models/navigator_mlp.h"
-#include "rollout/env.h"
 
 namespace allot::envs {
 
-class ChainEnv : public rollout::Env {
+class ChainEnv : public runtime::Env {
  public:
   explicit ChainEnv(ChainMdpConfig config) : config_(std::move(config)) {}
 
   // env_config: YAML or JSON of ChainMdpConfig (empty: the defaults).
   static Result<std::unique_ptr<ChainEnv>> Create(const std::string& env_config);
 
-  Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override;
+  Result<runtime::Trajectory> Run(const runtime::EpisodeInput& input) override;
 
  private:
   Result<std::shared_ptr<const models::NavigatorMlp>> Navigator(
-      const std::shared_ptr<const rollout::PolicySnapshot>& policy);
+      const std::shared_ptr<const runtime::PolicySnapshot>& policy);
 
   const ChainMdpConfig config_;
   std::mutex mu_;
@@ -44,7 +47,7 @@ class ChainEnv : public rollout::Env {
 // The env_config text that makes a worker build `config` (JSON).
 std::string ChainEnvConfigText(const ChainMdpConfig& config);
 
-// Registers "chain" in `registry`.
-void RegisterChainEnv(rollout::EnvRegistry& registry);
+// Registers "chain" (the rollout worker's EnvRegistry is a registrar).
+void RegisterChainEnv(runtime::EnvRegistrar& registry);
 
 }  // namespace allot::envs

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <span>
 
 #include "envs/synthetic/chain_env.h"
+#include "rollout/runtime_env_adapter.h"
+#include "rollout/worker.h"
 #include "tests/rollout/rollout_test_util.h"
 #include "trainer/dqn/dqn_distributed.h"
 #include "trainer/dqn/dqn_learner.h"
@@ -33,7 +36,10 @@ v1::Trajectory RunEpisode(envs::ChainEnv& env,
   rollout::EpisodeContext ctx;
   ctx.request = &req;
   ctx.policy = std::move(policy);
-  auto t = env.RunEpisode(ctx);
+  // The chain env is a plain-C++ env; the worker runs it behind this adapter.
+  rollout::RuntimeEnvAdapter adapter(
+      std::shared_ptr<envs::runtime::Env>(&env, [](envs::runtime::Env*) {}));
+  auto t = adapter.RunEpisode(ctx);
   EXPECT_TRUE(t.ok());
   return *t;
 }
@@ -152,6 +158,68 @@ TEST(DqnDistributedIntegrationTest, RemoteWorkerProcess) {
   EXPECT_NEAR(summary->greedy_return, envs::ChainMdp(envs::ChainMdpConfig{}).OptimalReturn(), 1e-5);
   ASSERT_EQ(trainer.worker_ids().size(), 1u);
   EXPECT_NE(trainer.worker_ids()[0].find(':'), std::string::npos) << trainer.worker_ids()[0];
+}
+
+// The chain env with every 4th episode's first transition broken in one of three ways, as a
+// worker of another build (or a buggy env) might send it.
+class CorruptingChainEnv : public rollout::Env {
+ public:
+  explicit CorruptingChainEnv(std::unique_ptr<envs::ChainEnv> inner)
+      : inner_(std::shared_ptr<envs::runtime::Env>(std::move(inner))) {}
+  Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override {
+    ALLOT_ASSIGN_OR_RETURN(v1::Trajectory t, inner_.RunEpisode(ctx));
+    const int n = count_++;
+    if (n % 4 == 0 && t.transitions_size() > 0) {
+      v1::Transition* p = t.mutable_transitions(0);
+      switch ((n / 4) % 3) {
+        case 0:
+          p->add_state(1.0f);
+          break;
+        case 1:
+          p->set_action(99);
+          break;
+        default:
+          p->set_reward(std::nanf(""));
+          break;
+      }
+    }
+    return t;
+  }
+
+ private:
+  rollout::RuntimeEnvAdapter inner_;
+  std::atomic<int> count_{0};
+};
+
+// One malformed transition used to end the whole run with an error.
+TEST(DqnDistributedIntegrationTest, MalformedTransitionsAreDroppedAndCounted) {
+  at::set_num_threads(1);
+  rollout::EnvRegistry registry;
+  registry.Register("chain",
+                    [](const std::string& config) -> Result<std::unique_ptr<rollout::Env>> {
+                      ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
+                      return std::unique_ptr<rollout::Env>(
+                          std::make_unique<CorruptingChainEnv>(std::move(inner)));
+                    });
+  rollout::WorkerConfig wc;
+  wc.listen = "127.0.0.1:0";
+  wc.metrics_listen = "";
+  wc.threads = 2;
+  auto worker = rollout::WorkerServer::Start(wc, &registry);
+  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  DqnRunOptions o = DistributedOptions();
+  o.total_episodes = 120;
+  rollout::RolloutConfig rc;
+  rc.dispatcher.workers = {(*worker)->address()};
+  DistributedDqnTrainer trainer(o, rc);
+  auto summary = trainer.Run(nullptr, nullptr);
+  (*worker)->Shutdown();
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->episodes, 120);
+  // About one in four of the ~160 episodes run was dropped.
+  EXPECT_GE(trainer.malformed_episodes(), 20);
+  EXPECT_LE(trainer.malformed_episodes(), 60);
+  EXPECT_EQ(trainer.failed_episodes(), 0);
 }
 
 TEST(DqnDistributedIntegrationTest, UnreachableWorkerIsReportedNotHung) {
