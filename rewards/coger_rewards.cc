@@ -64,10 +64,19 @@ Result<double> AccuracyReward::Compute(const RewardInput& input) const {
 }
 
 Result<std::optional<int>> DatasetMinLevelOracle::MinLevel(const RewardInput& input) const {
+  // A missing field must not read as "unsolvable" (a silent 0): the dataset is wrong.
+  if (!input.min_level) return InvalidArgument("L_min oracle 'dataset': the item has no min_level");
   return input.min_level;
 }
 
 Result<std::optional<int>> OutcomeMinLevelOracle::MinLevel(const RewardInput& input) const {
+  // No per-level outcomes means no oracle ran, not "no level solves it" (which would make the
+  // hierarchy term silently 0).
+  if (input.level_correct.empty()) {
+    return InvalidArgument(
+        "L_min oracle 'outcomes': the episode carries no per-level outcomes (level_correct); "
+        "configure an oracle that produces them (the coger env's lmin solver) or 'dataset'");
+  }
   for (size_t i = 0; i < input.level_correct.size(); ++i) {
     if (input.level_correct[i]) return std::optional<int>(static_cast<int>(i) + 1);
   }

@@ -80,13 +80,14 @@ class MinLevelOracle {
   virtual Result<std::optional<int>> MinLevel(const RewardInput& input) const = 0;
 };
 
-// L_min from the dataset (RewardInput::min_level).
+// L_min from the dataset (RewardInput::min_level); an item without one is an error.
 class DatasetMinLevelOracle : public MinLevelOracle {
  public:
   Result<std::optional<int>> MinLevel(const RewardInput& input) const override;
 };
 
 // The lowest level whose outcome is correct, from RewardInput::level_correct (index 0 = L1).
+// Empty outcomes are an error: a missing oracle never reads as an unsolvable query.
 class OutcomeMinLevelOracle : public MinLevelOracle {
  public:
   Result<std::optional<int>> MinLevel(const RewardInput& input) const override;
