@@ -1,0 +1,235 @@
+#include "trainer/comm/communicator.h"
+
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#ifdef ALLOT_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "trainer/comm/tensor_buckets.h"
+
+namespace allot::trainer::comm {
+namespace {
+
+std::chrono::milliseconds ToMillis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+bool IsLoopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+// Gloo's transport device: the interface GLOO_SOCKET_IFNAME names (as in PyTorch), loopback
+// when the store is on loopback (all ranks on this host), else the address of the hostname.
+std::shared_ptr<gloo::transport::Device> GlooDevice(const DistEnv& env) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  if (IsLoopback(env.master_addr)) {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+}  // namespace
+
+struct Communicator::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+};
+
+Communicator::Communicator(const DistEnv& env, const CommOptions& options)
+    : env_(env), options_(options) {}
+
+Communicator::~Communicator() = default;
+
+std::unique_ptr<Communicator> Communicator::Single() {
+  return std::unique_ptr<Communicator>(new Communicator(DistEnv{}, CommOptions{}));
+}
+
+std::string Communicator::Where() const {
+  return "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world_size) + " (" +
+         backend_ + ", store " + env_.master_addr + ":" + std::to_string(env_.master_port) + ")";
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
+                                                           const CommOptions& options) {
+  if (env.world_size <= 1) {
+    auto single = Single();
+    single->options_ = options;
+    return single;
+  }
+  if (env.rank < 0 || env.rank >= env.world_size) {
+    return InvalidArgument("RANK=" + std::to_string(env.rank) +
+                           " outside WORLD_SIZE=" + std::to_string(env.world_size));
+  }
+  if (options.timeout_s <= 0) return InvalidArgument("comm.timeout_s: must be positive");
+  std::string backend = options.backend;
+  if (backend == "auto") {
+#ifdef ALLOT_WITH_CUDA
+    backend = torch::cuda::is_available() ? "nccl" : "gloo";
+#else
+    backend = "gloo";
+#endif
+  }
+  if (backend != "gloo" && backend != "nccl") {
+    return InvalidArgument("comm.backend: '" + options.backend + "' (expected auto | gloo | nccl)");
+  }
+#ifndef ALLOT_WITH_CUDA
+  if (backend == "nccl") {
+    return InvalidArgument("comm.backend: nccl needs a CUDA build of allot (ALLOT_WITH_CUDA)");
+  }
+#endif
+  std::unique_ptr<Communicator> comm(new Communicator(env, options));
+  comm->backend_ = backend;
+  comm->impl_ = std::make_unique<Impl>();
+  const auto timeout = ToMillis(options.timeout_s);
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(env.master_port);
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = static_cast<size_t>(env.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    comm->impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    return Unavailable(comm->Where() + ": cannot join the TCPStore: " + e.what());
+  }
+  try {
+    if (backend == "gloo") {
+      auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+      gloo_options->devices.push_back(GlooDevice(env));
+      comm->impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          comm->impl_->store, env.rank, env.world_size, gloo_options);
+    } else {
+#ifdef ALLOT_WITH_CUDA
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.local_rank));
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = timeout;
+      comm->impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+          comm->impl_->store, env.rank, env.world_size, nccl_options);
+#endif
+    }
+  } catch (const std::exception& e) {
+    return Unavailable(comm->Where() + ": cannot create the process group: " + e.what());
+  }
+  // Every rank has its process group before the first collective.
+  if (Status s = comm->Barrier(); !s.ok()) return s;
+  return comm;
+}
+
+Status Communicator::Collective(const std::vector<at::Tensor>& tensors, bool broadcast, int root) {
+  if (!distributed() || tensors.empty()) return Status::Ok();
+  if (root < 0 || root >= env_.world_size) {
+    return InvalidArgument(Where() + ": broadcast root " + std::to_string(root));
+  }
+  torch::NoGradGuard no_grad;
+  try {
+    for (const Bucket& bucket : PlanBuckets(tensors, options_.bucket_bytes)) {
+      at::Tensor flat = FlattenBucket(tensors, bucket);
+      // Gloo has no bfloat16/half reductions on CPU: reduce in float32.
+      const bool widen = backend_ == "gloo" && !broadcast &&
+                         (flat.scalar_type() == at::kBFloat16 || flat.scalar_type() == at::kHalf);
+      std::vector<at::Tensor> buffer{widen ? flat.to(at::kFloat) : flat};
+      c10::intrusive_ptr<c10d::Work> work;
+      if (broadcast) {
+        c10d::BroadcastOptions opts;
+        opts.rootRank = root;
+        work = impl_->group->broadcast(buffer, opts);
+      } else {
+        c10d::AllreduceOptions opts;
+        opts.reduceOp = c10d::ReduceOp::SUM;
+        work = impl_->group->allreduce(buffer, opts);
+      }
+      work->wait();
+      UnflattenBucket(buffer[0], tensors, bucket);
+    }
+  } catch (const std::exception& e) {
+    return Unavailable(Where() + ": " + (broadcast ? "broadcast" : "all-reduce") +
+                       " failed: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status Communicator::AllReduceSum(const std::vector<at::Tensor>& tensors) {
+  return Collective(tensors, /*broadcast=*/false, 0);
+}
+
+Status Communicator::AllReduceMean(const std::vector<at::Tensor>& tensors) {
+  if (!distributed()) return Status::Ok();
+  ALLOT_RETURN_IF_ERROR(AllReduceSum(tensors));
+  torch::NoGradGuard no_grad;
+  for (const at::Tensor& t : tensors) {
+    at::Tensor m = t;
+    m.div_(static_cast<double>(env_.world_size));
+  }
+  return Status::Ok();
+}
+
+Status Communicator::AverageGradients(const std::vector<at::Tensor>& parameters) {
+  if (!distributed()) return Status::Ok();
+  std::vector<at::Tensor> grads;
+  grads.reserve(parameters.size());
+  for (const at::Tensor& p : parameters) {
+    if (!p.requires_grad()) continue;
+    at::Tensor param = p;
+    if (!param.grad().defined()) param.mutable_grad() = torch::zeros_like(param);
+    grads.push_back(param.grad());
+  }
+  return AllReduceMean(grads);
+}
+
+Status Communicator::Broadcast(const std::vector<at::Tensor>& tensors, int root) {
+  return Collective(tensors, /*broadcast=*/true, root);
+}
+
+Status Communicator::AllReduceScalars(std::vector<double>& values, bool mean) {
+  if (!distributed() || values.empty()) return Status::Ok();
+  at::Tensor t = torch::tensor(values, torch::kFloat64);
+  ALLOT_RETURN_IF_ERROR(mean ? AllReduceMean({t}) : AllReduceSum({t}));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = t[static_cast<int64_t>(i)].item<double>();
+  return Status::Ok();
+}
+
+Status Communicator::BroadcastString(std::string& text, int root) {
+  if (!distributed()) return Status::Ok();
+  at::Tensor size = torch::tensor({static_cast<int64_t>(text.size())}, torch::kInt64);
+  ALLOT_RETURN_IF_ERROR(Broadcast({size}, root));
+  const int64_t n = size.item<int64_t>();
+  at::Tensor bytes = torch::zeros({n}, torch::kUInt8);
+  if (env_.rank == root && n > 0) std::memcpy(bytes.data_ptr(), text.data(), text.size());
+  ALLOT_RETURN_IF_ERROR(Broadcast({bytes}, root));
+  text.assign(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(n));
+  return Status::Ok();
+}
+
+Status Communicator::Barrier() {
+  if (!distributed()) return Status::Ok();
+  try {
+    impl_->group->barrier()->wait();
+  } catch (const std::exception& e) {
+    return Unavailable(Where() + ": barrier failed: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Result<Communicator*> ProcessCommunicator(const CommOptions& options) {
+  static std::mutex mu;
+  static std::unique_ptr<Communicator> instance;
+  std::lock_guard<std::mutex> lock(mu);
+  if (instance == nullptr) {
+    ALLOT_ASSIGN_OR_RETURN(DistEnv env, ReadDistEnv());
+    ALLOT_ASSIGN_OR_RETURN(instance, Communicator::Create(env, options));
+  }
+  return instance.get();
+}
+
+}  // namespace allot::trainer::comm

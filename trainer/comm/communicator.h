@@ -1,0 +1,96 @@
+// Communicator: the collectives of data-parallel learner ranks, on LibTorch's own c10d process
+// groups (ProcessGroupGloo on CPU, ProcessGroupNCCL in a CUDA build) over a c10d TCPStore that
+// rank 0 hosts at MASTER_ADDR:MASTER_PORT. Nothing here implements a collective itself.
+//
+// A data-parallel step (each rank holds the same weights and its own share of the batch):
+//
+//   auto comm = comm::ProcessCommunicator();          // RANK, WORLD_SIZE, ... from the env
+//   (*comm)->BroadcastParameters(params);             // once, so every rank starts from rank 0
+//   loss.backward();
+//   (*comm)->AverageGradients(params);                // bucketed all-reduce, then / world_size
+//   optimizer.step();
+//   if ((*comm)->is_rank0()) SaveCheckpoint(...);     // rank 0 owns checkpoints and publishing
+//
+// A world of one has no store and no process group: every collective returns at once and
+// leaves the tensors as they are. Collectives must be called by every rank in the same order
+// with tensors of the same shapes. Not thread-safe: one caller at a time.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "trainer/comm/dist_env.h"
+
+namespace allot::trainer::comm {
+
+struct CommOptions {
+  // "auto" (NCCL when built with CUDA and a GPU is present, else Gloo) | "gloo" | "nccl".
+  std::string backend = "auto";
+  // DDP's default bucket_cap_mb = 25.
+  int64_t bucket_bytes = int64_t{25} << 20;
+  // Joining the world and each collective; a rank that does not show up fails the others.
+  double timeout_s = 300.0;
+};
+
+class Communicator {
+ public:
+  // A world of one (no store, no process group).
+  static std::unique_ptr<Communicator> Single();
+  // Joins the world `env` describes; blocks until every rank has joined or the timeout passes.
+  // A world of one gives Single(). Errors name the store address and the backend.
+  static Result<std::unique_ptr<Communicator>> Create(const DistEnv& env,
+                                                      const CommOptions& options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  int local_rank() const { return env_.local_rank; }
+  bool is_rank0() const { return env_.rank == 0; }
+  bool distributed() const { return env_.world_size > 1; }
+  // "none" (world of one), "gloo" or "nccl".
+  const std::string& backend() const { return backend_; }
+  const CommOptions& options() const { return options_; }
+
+  // In place: every tensor becomes the sum / the mean over ranks. Tensors are packed into
+  // buckets of options().bucket_bytes (flatten -> all-reduce -> unflatten).
+  Status AllReduceSum(const std::vector<at::Tensor>& tensors);
+  Status AllReduceMean(const std::vector<at::Tensor>& tensors);
+  // Averages the .grad() of `parameters` that require grad. A parameter without a gradient
+  // gets a zero one first, so that every rank reduces the same buckets.
+  Status AverageGradients(const std::vector<at::Tensor>& parameters);
+  // In place: every rank's tensors become `root`'s (bucketed like the all-reduce).
+  Status Broadcast(const std::vector<at::Tensor>& tensors, int root = 0);
+  Status BroadcastParameters(const std::vector<at::Tensor>& parameters) {
+    return Broadcast(parameters, 0);
+  }
+  // Sums or averages a few scalars (metrics, token counts) over ranks, in place.
+  Status AllReduceScalars(std::vector<double>& values, bool mean);
+  // Every rank gets `root`'s string (a run name, a seed, a checkpoint path).
+  Status BroadcastString(std::string& text, int root = 0);
+  Status Barrier();
+
+ private:
+  struct Impl;
+  Communicator(const DistEnv& env, const CommOptions& options);
+  Status Collective(const std::vector<at::Tensor>& tensors, bool broadcast, int root);
+  std::string Where() const;
+
+  DistEnv env_;
+  CommOptions options_;
+  std::string backend_ = "none";
+  std::unique_ptr<Impl> impl_;
+};
+
+// The communicator of this process, created on the first call from the torchrun variables
+// (ReadDistEnv) with `options`; later calls return the same one and ignore `options`. The
+// process keeps it until exit, so `allot train` and the engine it runs share one world.
+Result<Communicator*> ProcessCommunicator(const CommOptions& options = {});
+
+}  // namespace allot::trainer::comm
