@@ -1,6 +1,7 @@
 // The grpo section: group-relative policy optimisation of a LoRA policy (CogER, R2-Reasoner,
-// DeepTool, ATLAS). The engine lands with the GRPO issue; this is its configuration, so that
-// every recipe can state the numbers its paper fixes.
+// DeepTool, ATLAS), with the DAPO / Dr.GRPO / GSPO variants as switches. Every number a paper
+// fixes is a default here; the knobs of the loss family are documented where they are read
+// (trainer/grpo/policy_loss.h, advantages.h, lagrange_multiplier.h).
 #pragma once
 
 #include <cstdint>
@@ -24,19 +25,107 @@ struct GrpoConfig {
   int max_policy_lag = 1;   // staleness bound for rollouts
   models::LoraConfig lora;  // CogER: r = 16
 
+  // Loss family (trainer/grpo/policy_loss.h).
+  double clip_eps_high = 0.2;       // DAPO clip-higher: 0.28; = clip_eps is symmetric PPO
+  std::string kl_estimator = "k3";  // DeepTool: k3 when the KL term is on
+  bool normalize_std = true;        // false: Dr.GRPO (no division by the group std)
+  std::string loss_aggregation = "seq_mean_token_mean";  // CogER Eq. 10 (1/G sum over outputs)
+  int64_t aggregation_norm_len = 0;   // seq_mean_token_sum divisor; 0 = max_tokens (Dr.GRPO)
+  std::string ratio_level = "token";  // token | sequence (GSPO)
+  int updates_per_batch = 1;          // DeepTool: one update per batch
+  bool truncated_is = true;           // rollout-vs-learner importance weights (TIS)
+  double truncated_is_cap = 2.0;
+  // Dynamic sampling (DAPO): drop groups whose rewards are all equal and draw new ones.
+  bool dynamic_sampling = false;
+  int max_refill_groups = 8;  // extra groups drawn per step at most
+  // Overlong shaping (DAPO Eq. 13): a penalty ramping from 0 to -overlong_penalty over the last
+  // overlong_buffer tokens before max_tokens. 0 = off.
+  int overlong_buffer = 0;
+  double overlong_penalty = 1.0;
+  // Step-level advantages from Trajectory.step_rewards (process supervision).
+  bool step_advantages = true;
+  // Cost-constrained mode: E[budget_metric per episode] <= budget, by dual ascent on lambda.
+  std::string budget_metric = "none";  // none | cost_usd | energy_joules | tokens
+  double budget = 0.0;
+  double lambda_init = 0.0;
+  double lambda_lr = 0.05;
+  // Optimisation.
+  double weight_decay = 0.0;
+  double max_grad_norm = 1.0;
+  std::string lr_schedule = "constant";  // constant | linear | cosine
+  double warmup_ratio = 0.0;
+  // Staleness (per segment, from TokenSegment.policy_version).
+  std::string stale_policy = "drop";  // drop | importance
+  // Policy sync with proof of delivery.
+  double sync_timeout_s = 30.0;
+  int sync_retries = 3;
+  double rollout_timeout_s = 600.0;
+
   void Describe(config::Visitor& v) {
     v.Field("policy_endpoint", policy_endpoint, {.doc = "endpoint that serves the policy"});
     v.Field("group_size", group_size, {.doc = "samples per prompt (G)", .min = 2.0});
     v.Field("prompts_per_step", prompts_per_step, {.min = 1.0});
     v.Field("grad_accum", grad_accum, {.doc = "gradient accumulation steps", .min = 1.0});
     v.Field("lr", lr, {.doc = "learning rate", .min = 0.0});
-    v.Field("kl_coef", kl_coef, {.doc = "KL penalty to the reference (base) policy", .min = 0.0});
-    v.Field("clip_eps", clip_eps, {.doc = "PPO-style ratio clip", .min = 0.0});
+    v.Field("kl_coef", kl_coef,
+            {.doc = "KL penalty to the reference (adapter off) policy; 0 skips the reference pass",
+             .min = 0.0});
+    v.Field("clip_eps", clip_eps, {.doc = "ratio clip, low side (1 - eps)", .min = 0.0});
     v.Field("temperature", temperature, {.doc = "sampling temperature", .min = 0.0});
     v.Field("max_tokens", max_tokens, {.doc = "longest completion", .min = 1.0});
     v.Field("max_policy_lag", max_policy_lag,
-            {.doc = "policy versions a rollout may lag", .min = 0.0});
+            {.doc = "policy versions a policy segment may lag (max_staleness)", .min = 0.0});
     v.Field("lora", lora);
+    v.Field("clip_eps_high", clip_eps_high,
+            {.doc = "ratio clip, high side (1 + eps); DAPO clip-higher uses 0.28", .min = 0.0});
+    v.Field("kl_estimator", kl_estimator,
+            {.doc = "k1 | k2 | k3 (Schulman's estimators)", .choices = {"k1", "k2", "k3"}});
+    v.Field("normalize_std", normalize_std,
+            {.doc = "divide advantages by the group std (false: Dr.GRPO)"});
+    v.Field("loss_aggregation", loss_aggregation,
+            {.doc = "token_mean (DAPO) | seq_mean_token_mean (GRPO) | seq_mean_token_sum (Dr.GRPO)",
+             .choices = {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum"}});
+    v.Field("aggregation_norm_len", aggregation_norm_len,
+            {.doc = "seq_mean_token_sum divisor (0: max_tokens)", .min = 0.0});
+    v.Field("ratio_level", ratio_level,
+            {.doc = "token (PPO/GRPO) | sequence (GSPO, length-normalised)",
+             .choices = {"token", "sequence"}});
+    v.Field("updates_per_batch", updates_per_batch,
+            {.doc = "optimizer passes over one batch, keeping the old log-probs", .min = 1.0});
+    v.Field("truncated_is", truncated_is,
+            {.doc = "weight tokens by min(pi_learner / pi_rollout, cap) (rollout mismatch)"});
+    v.Field("truncated_is_cap", truncated_is_cap, {.doc = "TIS truncation C", .min = 1.0});
+    v.Field("dynamic_sampling", dynamic_sampling,
+            {.doc = "drop zero-variance groups and draw replacements (DAPO)"});
+    v.Field("max_refill_groups", max_refill_groups,
+            {.doc = "replacement groups drawn per step at most", .min = 0.0});
+    v.Field("overlong_buffer", overlong_buffer,
+            {.doc = "DAPO soft overlong punishment window in tokens (0: off)", .min = 0.0});
+    v.Field("overlong_penalty", overlong_penalty,
+            {.doc = "penalty at max_tokens and beyond", .min = 0.0});
+    v.Field("step_advantages", step_advantages,
+            {.doc = "add process advantages from Trajectory.step_rewards to policy segments"});
+    v.Field("budget_metric", budget_metric,
+            {.doc = "cost-constrained mode: none | cost_usd | energy_joules | tokens",
+             .choices = {"none", "cost_usd", "energy_joules", "tokens"}});
+    v.Field("budget", budget, {.doc = "target mean of budget_metric per episode", .min = 0.0});
+    v.Field("lambda_init", lambda_init, {.doc = "initial Lagrange multiplier", .min = 0.0});
+    v.Field("lambda_lr", lambda_lr, {.doc = "dual ascent step size", .min = 0.0});
+    v.Field("weight_decay", weight_decay, {.doc = "AdamW weight decay", .min = 0.0});
+    v.Field("max_grad_norm", max_grad_norm, {.doc = "gradient clip norm (0: off)", .min = 0.0});
+    v.Field("lr_schedule", lr_schedule,
+            {.doc = "constant | linear | cosine (DeepTool: linear, no warmup)",
+             .choices = {"constant", "linear", "cosine"}});
+    v.Field("warmup_ratio", warmup_ratio,
+            {.doc = "warmup share of total_steps", .min = 0.0, .max = 1.0});
+    v.Field("stale_policy", stale_policy,
+            {.doc = "segments older than max_policy_lag: drop the episode, or importance-correct",
+             .choices = {"drop", "importance"}});
+    v.Field("sync_timeout_s", sync_timeout_s,
+            {.doc = "adapter load + proof-of-delivery timeout", .min = 0.0});
+    v.Field("sync_retries", sync_retries, {.doc = "adapter load attempts", .min = 1.0});
+    v.Field("rollout_timeout_s", rollout_timeout_s,
+            {.doc = "longest wait for one group of episodes", .min = 1.0});
   }
 };
 

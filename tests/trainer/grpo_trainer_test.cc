@@ -1,0 +1,292 @@
+// The GRPO learner end to end: a tiny model served by a real in-process `allot serve`, real
+// rollout workers running the tag env, adapters published and proven served after each update.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <numeric>
+
+#include "core/checkpoint_store.h"
+#include "llm/serve/server.h"
+#include "models/causal_lm.h"
+#include "models/cpu_threads.h"
+#include "tests/llm/scripted_server.h"
+#include "tests/llm/serve/serve_fixture.h"
+#include "tests/models/tiny_model.h"
+#include "tests/trainer/tag_env.h"
+#include "trainer/grpo/grpo_trainer.h"
+#include "trainer/grpo/policy_update.h"
+
+namespace allot::trainer::grpo {
+namespace {
+
+double Mean(const std::vector<double>& xs, size_t begin, size_t end) {
+  end = std::min(end, xs.size());
+  if (begin >= end) return 0.0;
+  return std::accumulate(xs.begin() + begin, xs.begin() + end, 0.0) /
+         static_cast<double>(end - begin);
+}
+
+GrpoRunOptions TagRunOptions(const std::string& model_dir, const std::string& url,
+                             const std::string& run_dir) {
+  GrpoRunOptions o;
+  o.grpo.group_size = 8;
+  o.grpo.prompts_per_step = 2;
+  o.grpo.grad_accum = 2;
+  o.grpo.lr = 2e-2;
+  o.grpo.max_tokens = 8;
+  o.grpo.temperature = 1.0;
+  o.grpo.loss_aggregation = "token_mean";
+  o.grpo.lora.r = 8;
+  o.grpo.lora.lora_alpha = 16;
+  o.grpo.sync_timeout_s = 10;
+  o.grpo.rollout_timeout_s = 60;
+  o.total_steps = 30;
+  o.seed = 5;
+  o.model_dir = model_dir;
+  o.env = testing::kTagEnvName;
+  o.env_config = testing::TagEnvConfig(url, "tiny");
+  o.prompts = {R"({"prompt": "<question_level>L"})"};
+  o.run_dir = run_dir;
+  o.checkpoint_dir = run_dir + "/checkpoints";
+  o.rollout.in_process_workers = 2;
+  o.rollout.worker.capacity = 16;
+  o.rollout.worker.threads = 8;
+  llm::EndpointConfig ep;
+  ep.name = "policy";
+  ep.base_url = url;
+  ep.model = "tiny";
+  ep.limits.deadline_s = 30;
+  o.endpoints = {ep};
+  return o;
+}
+
+class ServedTinyModel {
+ public:
+  // max_batch 1: every request is decoded alone, so seeded sampling repeats bit for bit.
+  explicit ServedTinyModel(int max_batch = 32) {
+    model_dir_ = llm::serve::testing::WriteServableTinyModel("grpo_tiny", 7);
+    llm::serve::ServeConfig c;
+    c.model = model_dir_;
+    c.served_model_name = "tiny";
+    c.port = 0;
+    c.threads = 1;
+    c.max_batch = max_batch;
+    auto s = llm::serve::Server::Create(c);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(*s);
+    auto port = server_->Start();
+    EXPECT_TRUE(port.ok());
+  }
+  ~ServedTinyModel() { server_->Stop(); }
+  std::string url() const { return server_->url(); }
+  const std::string& model_dir() const { return model_dir_; }
+
+ private:
+  std::string model_dir_;
+  std::unique_ptr<llm::serve::Server> server_;
+};
+
+TEST(GrpoLearningIntegrationTest, TinyModelsRuleRewardRisesAboveThreshold) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  ServedTinyModel served;
+  const std::string run = models::testing::MakeTempDir("grpo_learn");
+  auto trainer = GrpoTrainer::Create(TagRunOptions(served.model_dir(), served.url(), run));
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  auto summary = (*trainer)->Run(nullptr, nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  const auto& r = summary->mean_rewards;
+  ASSERT_EQ(r.size(), 30u);
+  const double start = Mean(r, 0, 3);
+  const double end = Mean(r, r.size() - 5, r.size());
+  std::string curve;
+  for (double x : r) curve += std::to_string(x).substr(0, 5) + " ";
+  // A random byte model hits the 20-character alphabet about 20/260 of the time.
+  EXPECT_LT(start, 0.25) << curve;
+  EXPECT_GT(end, 0.6) << curve;
+  // One published version per update, plus the initial adapter.
+  EXPECT_EQ(summary->policy_version, 31u);
+  EXPECT_TRUE(std::filesystem::exists(run + "/adapters/v31/adapter_model.safetensors"));
+}
+
+bool SameAdapter(models::CausalLMImpl& a, models::CausalLMImpl& b) {
+  const auto& sa = a.linear_sites();
+  const auto& sb = b.linear_sites();
+  if (sa.size() != sb.size()) return false;
+  for (size_t i = 0; i < sa.size(); ++i) {
+    if (sa[i].linear->has_lora() != sb[i].linear->has_lora()) return false;
+    if (!sa[i].linear->has_lora()) continue;
+    if (!torch::equal(sa[i].linear->lora_A, sb[i].linear->lora_A) ||
+        !torch::equal(sa[i].linear->lora_B, sb[i].linear->lora_B)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+constexpr int64_t kResumeN = 3;
+
+GrpoRunOptions ResumeRunOptions(const ServedTinyModel& served, const std::string& run,
+                                uint64_t seed) {
+  auto o = TagRunOptions(served.model_dir(), served.url(), run);
+  o.total_steps = 2 * kResumeN;
+  o.seed = seed;
+  o.grpo.lora.seed = seed;
+  o.grpo.updates_per_batch = 2;
+  o.checkpoint_every = kResumeN;
+  return o;
+}
+
+// 2N steps straight against N steps, SIGKILL during step N + 1 (after its update), and a
+// resume for the rest from a process started with another seed: the adapters must be equal
+// bit for bit. A restore that loaded nothing would start from other weights and other episodes.
+TEST(GrpoResumeIntegrationTest, KilledAndResumedRunEndsBitIdentical) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  // The death-test child re-executes this test: it must find the same directory.
+  const char* shared = std::getenv("ALLOT_GRPO_RESUME_DIR");
+  const std::string base = shared != nullptr ? shared : models::testing::MakeTempDir("grpo_resume");
+  setenv("ALLOT_GRPO_RESUME_DIR", base.c_str(), 1);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ServedTinyModel served(1);
+        auto o = ResumeRunOptions(served, base + "/killed", 11);
+        o.on_step_end = [](int64_t step) {
+          if (step == kResumeN + 1) raise(SIGKILL);
+        };
+        auto t = GrpoTrainer::Create(o);
+        if (!t.ok()) std::exit(3);
+        (void)(*t)->Run(nullptr, nullptr);
+        std::exit(4);
+      },
+      ::testing::KilledBySignal(SIGKILL), "");
+  // Updates happened before the kill: step N's checkpoint and step N + 1's adapter exist.
+  CheckpointStore store(base + "/killed/checkpoints", 0);
+  ASSERT_EQ(store.Steps(), std::vector<int64_t>{kResumeN});
+  ASSERT_TRUE(std::filesystem::exists(base + "/killed/adapters/v" + std::to_string(kResumeN + 2) +
+                                      "/adapter_config.json"));
+
+  ServedTinyModel served_a(1), served_b(1);
+  auto straight = GrpoTrainer::Create(ResumeRunOptions(served_a, base + "/straight", 11));
+  ASSERT_TRUE(straight.ok()) << straight.status().message();
+  auto sa = (*straight)->Run(nullptr, nullptr);
+  ASSERT_TRUE(sa.ok()) << sa.status().message();
+
+  auto resumed = GrpoTrainer::Create(ResumeRunOptions(served_b, base + "/killed", 99));
+  ASSERT_TRUE(resumed.ok());
+  auto at = (*resumed)->Resume();
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  EXPECT_EQ(*at, kResumeN);
+  auto sb = (*resumed)->Run(nullptr, nullptr);
+  ASSERT_TRUE(sb.ok()) << sb.status().message();
+  EXPECT_EQ(sb->steps_this_run, kResumeN);
+  EXPECT_EQ(sb->policy_version, sa->policy_version);
+  EXPECT_TRUE(SameAdapter((*straight)->policy(), (*resumed)->policy()));
+
+  // A finished run resumes to nothing: no step, no fresh metric.
+  auto again = GrpoTrainer::Create(ResumeRunOptions(served_b, base + "/killed", 5));
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->Resume().ok());
+  auto sc = (*again)->Run(nullptr, nullptr);
+  ASSERT_TRUE(sc.ok());
+  EXPECT_TRUE(sc->already_finished);
+  EXPECT_TRUE(sc->mean_rewards.empty());
+}
+
+TEST(GrpoSyncIntegrationTest, EndpointThatRefusesTheAdapterFailsWithItsUrl) {
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  llm::testing::ScriptedServer server;
+  server.SetHandler([](const llm::testing::ServerRequest& req) {
+    if (req.path == "/v1/load_lora_adapter") {
+      return llm::testing::Reply::Json(
+          R"({"error": {"message": "adapter refused", "type": "BadRequestError"}})", 400);
+    }
+    return llm::testing::Reply::Json(R"({"object": "list", "data": []})");
+  });
+  const std::string model_dir = llm::serve::testing::WriteServableTinyModel("grpo_refuse", 7);
+  const std::string run = models::testing::MakeTempDir("grpo_refuse_run");
+  auto o = TagRunOptions(model_dir, server.url(), run);
+  o.grpo.sync_retries = 2;
+  auto trainer = GrpoTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  auto summary = (*trainer)->Run(nullptr, nullptr);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find(server.url()), std::string::npos)
+      << summary.status().message();
+  EXPECT_NE(summary.status().message().find("policy-v1"), std::string::npos);
+}
+
+TEST(GrpoSyncIntegrationTest, AdapterAcceptedButNeverListedFailsWithItsUrl) {
+  // The verl #7495 shape: the load call answers 200, yet the engine never serves the adapter.
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  llm::testing::ScriptedServer server;
+  server.SetHandler([](const llm::testing::ServerRequest& req) {
+    if (req.path == "/v1/load_lora_adapter") return llm::testing::Reply::Json("{}");
+    return llm::testing::Reply::Json(
+        R"({"object": "list", "data": [{"id": "tiny", "object": "model"}]})");
+  });
+  const std::string model_dir = llm::serve::testing::WriteServableTinyModel("grpo_unlisted", 7);
+  const std::string run = models::testing::MakeTempDir("grpo_unlisted_run");
+  auto o = TagRunOptions(model_dir, server.url(), run);
+  o.grpo.sync_retries = 2;
+  auto trainer = GrpoTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  auto summary = (*trainer)->Run(nullptr, nullptr);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find(server.url()), std::string::npos)
+      << summary.status().message();
+  EXPECT_NE(summary.status().message().find("does not list"), std::string::npos);
+}
+
+TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
+  const std::string dir = models::testing::WriteTinyModel(models::testing::MakeTempDir("grpo_upd"));
+  auto model = models::CausalLMImpl::Load(dir);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE(
+      (*model)->AttachLora({.r = 4, .alpha = 8.0}, {"q_proj", "v_proj", "down_proj"}, 1).ok());
+  auto make = [](std::vector<int> policy_ids) {
+    v1::Trajectory t;
+    auto* p = t.add_segments();
+    for (int id : {1, 2, 3}) p->add_ids(id);
+    auto* a = t.add_segments();
+    a->set_trainable(true);
+    for (int id : policy_ids) a->add_ids(id);
+    return t;
+  };
+  const v1::Trajectory t = make({4, 5, 6});
+  const v1::Trajectory t2 = make({7, 8});
+  auto batch = BuildRolloutBatch({{&t, 1.0, {}, 1.0}, {&t2, -1.0, {}, 1.0}});
+  ASSERT_TRUE(batch.ok());
+  auto b_norm = [&] {
+    double n = 0.0;
+    for (const auto& site : (*model)->linear_sites()) {
+      if (site.linear->has_lora()) n += site.linear->lora_B.abs().sum().item<double>();
+    }
+    return n;
+  };
+  ASSERT_EQ(b_norm(), 0.0);  // B = 0 at attach
+  torch::optim::AdamW opt((*model)->LoraParameters(),
+                          torch::optim::AdamWOptions(1e-2).weight_decay(0.0));
+  StepMetrics m;
+  int64_t ref_passes = 0;
+  UpdateOptions uo{.updates = 2, .grad_accum = 2, .lr = 1e-2};
+  uo.loss.kl_coef = 0.0;
+  ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m, &ref_passes).ok());
+  EXPECT_EQ(ref_passes, 0);
+  EXPECT_GT(b_norm(), 0.0);  // the adapter moved
+  // The second pass saw a ratio away from 1 (old log-probs kept from before the first pass).
+  EXPECT_NE(m.ratio_mean, 1.0);
+  EXPECT_GT(m.trained_tokens, 0.0);
+  uo.loss.kl_coef = 0.1;
+  ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m, &ref_passes).ok());
+  EXPECT_EQ(ref_passes, 2);  // one per micro-batch
+  EXPECT_GE(m.kl, 0.0);
+}
+
+}  // namespace
+}  // namespace allot::trainer::grpo

@@ -1,0 +1,126 @@
+#include "tests/trainer/tag_env.h"
+
+#include <nlohmann/json.hpp>
+
+#include "llm/client.h"
+#include "models/tokenizer/byte_tokenizer.h"
+
+namespace allot::trainer::testing {
+
+namespace {
+
+class TagEnv : public rollout::Env {
+ public:
+  TagEnv(std::unique_ptr<llm::Client> client, std::string base_model, std::string prefix)
+      : client_(std::move(client)),
+        base_model_(std::move(base_model)),
+        prefix_(std::move(prefix)) {}
+
+  Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override {
+    const v1::EpisodeRequest& req = *ctx.request;
+    v1::Trajectory t;
+    t.set_episode_id(req.episode_id());
+    t.set_env(req.env());
+    t.set_group_id(req.group_id());
+    t.set_group_index(req.group_index());
+    const auto item = nlohmann::json::parse(req.dataset_item(), nullptr, false);
+    const std::string prompt = item.is_object()
+                                   ? item.value("prompt", std::string("<question_level>L"))
+                                   : std::string("<question_level>L");
+    ALLOT_ASSIGN_OR_RETURN(std::vector<int32_t> prompt_ids, tokenizer_.Encode(prompt));
+
+    llm::CompletionRequest cr;
+    cr.model = ctx.policy != nullptr && !ctx.policy->adapter_name.empty() ? ctx.policy->adapter_name
+                                                                          : base_model_;
+    cr.prompt_token_ids.assign(prompt_ids.begin(), prompt_ids.end());
+    cr.params.max_tokens = req.sampling().max_tokens() > 0 ? req.sampling().max_tokens() : 8;
+    cr.params.temperature = req.sampling().temperature();
+    cr.params.seed = static_cast<int64_t>(req.sampling().seed());
+    cr.params.logprobs = 0;
+    cr.params.return_token_ids = true;
+    auto done = client_->Complete("policy", cr).get();
+    if (!done.ok() || done->choices.empty()) {
+      t.mutable_failure()->set_reason(v1::FAILURE_REASON_ENDPOINT_ERROR);
+      t.mutable_failure()->set_message(done.ok() ? "no choices" : done.status().message());
+      return t;
+    }
+    const llm::Choice& choice = done->choices[0];
+    auto* p = t.add_segments();
+    p->set_role(v1::SEGMENT_ROLE_PROMPT);
+    for (int32_t id : prompt_ids) p->add_ids(static_cast<uint32_t>(id));
+    auto* s = t.add_segments();
+    s->set_role(v1::SEGMENT_ROLE_POLICY);
+    s->set_trainable(true);
+    s->set_source("policy");
+    s->set_policy_version(VersionOf(done->model));
+    for (size_t k = 0; k < choice.token_ids.size(); ++k) {
+      s->add_ids(static_cast<uint32_t>(choice.token_ids[k]));
+      s->add_logprobs(k < choice.logprobs.size() ? static_cast<float>(choice.logprobs[k].logprob)
+                                                 : 0.0f);
+    }
+    static const std::string kAlphabet = "<question_level>/L1234";
+    double hits = 0.0;
+    for (int64_t id : choice.token_ids) {
+      if (id < 256 && kAlphabet.find(static_cast<char>(id)) != std::string::npos) hits += 1.0;
+    }
+    const double n = static_cast<double>(std::max<size_t>(choice.token_ids.size(), 1));
+    const double alphabet = hits / n;
+    const double accuracy = !choice.token_ids.empty() && choice.token_ids[0] == '2' ? 1.0 : 0.0;
+    auto* r1 = t.add_rewards();
+    r1->set_name("tag_alphabet");
+    r1->set_value(alphabet);
+    auto* r2 = t.add_rewards();
+    r2->set_name("accuracy");
+    r2->set_value(accuracy);
+    t.set_reward(alphabet);
+    auto* acc = t.mutable_accounting();
+    acc->set_prompt_tokens(static_cast<uint64_t>(prompt_ids.size()));
+    acc->set_completion_tokens(static_cast<uint64_t>(choice.token_ids.size()));
+    acc->set_llm_calls(1);
+    t.set_policy_version(VersionOf(done->model));
+    return t;
+  }
+
+ private:
+  uint64_t VersionOf(const std::string& model) const {
+    const std::string head = prefix_ + "-v";
+    if (model.rfind(head, 0) != 0) return 0;
+    try {
+      return std::stoull(model.substr(head.size()));
+    } catch (...) {
+      return 0;
+    }
+  }
+
+  std::unique_ptr<llm::Client> client_;
+  std::string base_model_;
+  std::string prefix_;
+  models::ByteTokenizer tokenizer_;
+};
+
+}  // namespace
+
+std::string TagEnvConfig(const std::string& base_url, const std::string& base_model) {
+  return nlohmann::json{{"base_url", base_url}, {"base_model", base_model}, {"prefix", "policy"}}
+      .dump();
+}
+
+void RegisterTagEnv(rollout::EnvRegistry& registry) {
+  registry.Register(
+      kTagEnvName, [](const std::string& text) -> Result<std::unique_ptr<rollout::Env>> {
+        const auto j = nlohmann::json::parse(text, nullptr, false);
+        if (!j.is_object() || !j.contains("base_url")) {
+          return InvalidArgument("grpo_tag env_config: needs base_url");
+        }
+        llm::EndpointConfig ep;
+        ep.name = "policy";
+        ep.base_url = j.at("base_url").get<std::string>();
+        ep.model = j.value("base_model", std::string());
+        ALLOT_ASSIGN_OR_RETURN(auto client, llm::Client::Create({ep}));
+        return std::unique_ptr<rollout::Env>(new TagEnv(std::move(client),
+                                                        j.value("base_model", std::string()),
+                                                        j.value("prefix", std::string("policy"))));
+      });
+}
+
+}  // namespace allot::trainer::testing

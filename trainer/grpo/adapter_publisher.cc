@@ -1,0 +1,92 @@
+#include "trainer/grpo/adapter_publisher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "models/peft.h"
+
+namespace allot::trainer::grpo {
+
+std::string AdapterPublisher::AdapterName(uint64_t version) const {
+  return options_.prefix + "-v" + std::to_string(version);
+}
+
+uint64_t AdapterPublisher::VersionOf(const std::string& model_name) const {
+  const std::string head = options_.prefix + "-v";
+  if (model_name.size() <= head.size() || model_name.compare(0, head.size(), head) != 0) return 0;
+  uint64_t v = 0;
+  for (size_t i = head.size(); i < model_name.size(); ++i) {
+    const char c = model_name[i];
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+std::string AdapterPublisher::AdapterDir(uint64_t version) const {
+  return options_.root + "/v" + std::to_string(version);
+}
+
+std::string AdapterPublisher::url() const {
+  const llm::EndpointConfig* ep = client_->endpoint(options_.endpoint);
+  return ep == nullptr ? "<endpoint '" + options_.endpoint + "' not configured>" : ep->base_url;
+}
+
+Status AdapterPublisher::Publish(const models::CausalLMImpl& model, uint64_t version) {
+  const std::string dir = AdapterDir(version);
+  ALLOT_RETURN_IF_ERROR(models::SaveAdapter(model, dir, options_.base_model));
+  return LoadAndVerify(version);
+}
+
+Status AdapterPublisher::LoadAndVerify(uint64_t version) {
+  const std::string name = AdapterName(version);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(std::max(options_.timeout_s, 0.001));
+  Status last = Status::Ok();
+  auto backoff = std::chrono::milliseconds(50);
+  for (int attempt = 0; attempt < std::max(options_.retries, 1); ++attempt) {
+    if (attempt > 0) {
+      ++load_retries_;
+      if (std::chrono::steady_clock::now() + backoff > deadline) break;
+      std::this_thread::sleep_for(backoff);
+      backoff *= 2;
+    }
+    llm::LoraAdapter adapter{.name = name, .path = AdapterDir(version), .load_inplace = true};
+    last = client_->LoadLoraAdapter(options_.endpoint, adapter).get();
+    if (!last.ok()) continue;
+    // Proof of delivery: the endpoint must list the new version among its models.
+    auto models = client_->Models(options_.endpoint).get();
+    if (!models.ok()) {
+      last = models.status();
+      continue;
+    }
+    bool listed = false;
+    for (const auto& m : *models) listed = listed || m.id == name;
+    if (listed) {
+      loaded_[version] = name;
+      ++loads_;
+      return Status::Ok();
+    }
+    last = Unavailable("the adapter was accepted but /v1/models does not list it");
+  }
+  return Unavailable("policy endpoint " + url() + " does not serve adapter '" + name +
+                     "' (version " + std::to_string(version) + ") after " +
+                     std::to_string(options_.retries) + " attempts: " + last.message());
+}
+
+void AdapterPublisher::UnloadBelow(uint64_t keep_from) {
+  for (auto it = loaded_.begin(); it != loaded_.end() && it->first < keep_from;) {
+    Status s = client_->UnloadLoraAdapter(options_.endpoint, it->second).get();
+    if (!s.ok()) {
+      spdlog::warn("grpo: could not unload adapter {} from {}: {}", it->second, url(), s.message());
+    } else {
+      ++unloads_;
+    }
+    it = loaded_.erase(it);
+  }
+}
+
+}  // namespace allot::trainer::grpo

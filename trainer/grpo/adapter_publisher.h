@@ -1,0 +1,69 @@
+// Policy sync with proof of delivery (issue 12 part 5; design.md: LoRA sync goes by adapter only).
+//
+// After each update the learner writes the adapter in PEFT format as a new version under
+// `root`/v<N>, loads it into the policy endpoint with /v1/load_lora_adapter under the name
+// "<prefix>-v<N>" (the versioned model name vLLM and allot serve both answer with), and then
+// checks /v1/models until the name is listed. Loads are retried with backoff within a timeout;
+// an endpoint that never lists the new version fails the run with an error naming its URL
+// (adapters silently never reaching the engine is verl #7495). Old versions are unloaded once
+// no episode that may still sample them is outstanding.
+//
+// The second half of the proof is per token: each policy segment's TokenSegment.policy_version
+// is the version in the model name the endpoint answered with, and the learner measures
+// staleness from it (grpo_trainer.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "core/status.h"
+#include "llm/client.h"
+#include "models/causal_lm.h"
+
+namespace allot::trainer::grpo {
+
+struct PublisherOptions {
+  std::string endpoint;  // logical endpoint name in the llm::Client
+  std::string root;      // directory that receives v<N>/
+  std::string prefix = "policy";
+  std::string base_model;  // base_model_name_or_path in adapter_config.json
+  double timeout_s = 30.0;
+  int retries = 3;
+};
+
+class AdapterPublisher {
+ public:
+  AdapterPublisher(llm::Client* client, PublisherOptions options)
+      : client_(client), options_(std::move(options)) {}
+
+  // Writes the model's adapter as version `version`, loads it and proves it is served.
+  Status Publish(const models::CausalLMImpl& model, uint64_t version);
+
+  // Unloads every loaded version below `keep_from` (best effort; failures are logged).
+  void UnloadBelow(uint64_t keep_from);
+
+  // "<prefix>-v<N>" and the inverse (0 when `model_name` is not one of ours).
+  std::string AdapterName(uint64_t version) const;
+  uint64_t VersionOf(const std::string& model_name) const;
+  std::string AdapterDir(uint64_t version) const;
+  // The endpoint's URL, for error messages.
+  std::string url() const;
+
+  int64_t loads() const { return loads_; }
+  int64_t load_retries() const { return load_retries_; }
+  int64_t unloads() const { return unloads_; }
+
+ private:
+  Status LoadAndVerify(uint64_t version);
+
+  llm::Client* client_;
+  PublisherOptions options_;
+  std::map<uint64_t, std::string> loaded_;  // version -> adapter name
+  int64_t loads_ = 0;
+  int64_t load_retries_ = 0;
+  int64_t unloads_ = 0;
+};
+
+}  // namespace allot::trainer::grpo

@@ -1,0 +1,79 @@
+#include "trainer/grpo/grpo_metrics.h"
+
+#include <cmath>
+
+namespace allot::trainer::grpo {
+
+namespace {
+
+std::pair<double, double> MeanStd(const std::vector<double>& xs) {
+  if (xs.empty()) return {0.0, 0.0};
+  double sum = 0.0;
+  for (double x : xs) sum += x;
+  const double mean = sum / static_cast<double>(xs.size());
+  double ss = 0.0;
+  for (double x : xs) ss += (x - mean) * (x - mean);
+  return {mean, std::sqrt(ss / static_cast<double>(xs.size()))};
+}
+
+}  // namespace
+
+void StepMetrics::ObserveEpisode(const v1::Trajectory& t, const std::string& budget_metric) {
+  rewards.push_back(t.reward());
+  for (const auto& c : t.rewards()) components[c.name()].push_back(c.value());
+  const auto& a = t.accounting();
+  cost_usd += a.cost_usd();
+  energy_j += a.energy_joules();
+  episode_tokens += static_cast<double>(a.prompt_tokens() + a.completion_tokens());
+}
+
+double StepMetrics::MeanReward() const { return MeanStd(rewards).first; }
+
+Scalars StepMetrics::ToScalars() const {
+  Scalars out;
+  const auto [rm, rs] = MeanStd(rewards);
+  out.emplace_back("reward/mean", rm);
+  out.emplace_back("reward/std", rs);
+  for (const auto& [name, xs] : components) {
+    const auto [m, sd] = MeanStd(xs);
+    out.emplace_back("reward/" + name + "/mean", m);
+    out.emplace_back("reward/" + name + "/std", sd);
+    if (name == "accuracy") out.emplace_back("accuracy", m);
+  }
+  const double n = std::max<double>(static_cast<double>(rewards.size()), 1.0);
+  out.emplace_back("episodes", episodes);
+  out.emplace_back("episodes/failed", failed);
+  out.emplace_back("episodes/stale_dropped", stale_dropped);
+  out.emplace_back("groups/dropped", groups_dropped);
+  out.emplace_back("groups/zero_variance", groups_zero_variance);
+  const double kept = std::max(episodes - failed, 1.0);
+  out.emplace_back("staleness/mean", staleness_sum / kept);
+  out.emplace_back("staleness/max", staleness_max);
+  out.emplace_back("cost_usd_per_episode", cost_usd / n);
+  out.emplace_back("energy_j_per_episode", energy_j / n);
+  out.emplace_back("tokens_per_episode", episode_tokens / n);
+  out.emplace_back("loss", loss);
+  out.emplace_back("policy_loss", policy_loss);
+  out.emplace_back("kl", kl);
+  out.emplace_back("clip_frac/low", clip_frac_low);
+  out.emplace_back("clip_frac/high", clip_frac_high);
+  out.emplace_back("ratio_mean", ratio_mean);
+  out.emplace_back("is_weight/mean", is_weight_mean);
+  out.emplace_back("is_weight/truncated_frac", is_truncated_frac);
+  out.emplace_back("entropy", entropy);
+  out.emplace_back("grad_norm", grad_norm);
+  out.emplace_back("lr", lr);
+  out.emplace_back("lambda", lambda);
+  out.emplace_back("policy_version", policy_version);
+  out.emplace_back("trained_tokens", trained_tokens);
+  const double update_s = fwd_bwd_s + optimizer_s;
+  out.emplace_back("tokens_per_s", update_s > 0 ? trained_tokens / update_s : 0.0);
+  out.emplace_back("time/rollout_wait_s", rollout_wait_s);
+  out.emplace_back("time/fwd_bwd_s", fwd_bwd_s);
+  out.emplace_back("time/optimizer_s", optimizer_s);
+  out.emplace_back("time/sync_s", sync_s);
+  out.emplace_back("time/step_s", step_s);
+  return out;
+}
+
+}  // namespace allot::trainer::grpo

@@ -1,0 +1,40 @@
+// What one GRPO step reports (issue 12 part 8): per reward component mean and std, accuracy,
+// KL, clip fractions, entropy, grad norm, IS weights, staleness, tokens/s, the step-time
+// breakdown (rollout wait, forward/backward, optimizer, sync), cost and energy per episode, and
+// the Lagrange multiplier of the cost-constrained mode. Metric names are stable: dashboards and
+// the tests read them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/metrics_writer.h"
+#include "proto/allot/v1/rollout.pb.h"
+
+namespace allot::trainer::grpo {
+
+struct StepMetrics {
+  // Episodes.
+  double episodes = 0, failed = 0, stale_dropped = 0, groups_dropped = 0, groups_zero_variance = 0;
+  std::string first_failure;
+  double staleness_sum = 0, staleness_max = 0;
+  std::vector<double> rewards;  // raw env reward of each trained-or-dropped episode seen
+  std::map<std::string, std::vector<double>> components;
+  double cost_usd = 0, energy_j = 0, episode_tokens = 0;
+  // Update (token-weighted means over micro-batches and updates).
+  double loss = 0, policy_loss = 0, kl = 0, clip_frac_low = 0, clip_frac_high = 0, ratio_mean = 0,
+         is_weight_mean = 0, is_truncated_frac = 0, entropy = 0;
+  double grad_norm = 0, trained_tokens = 0, lr = 0, lambda = 0, policy_version = 0;
+  // Seconds.
+  double rollout_wait_s = 0, fwd_bwd_s = 0, optimizer_s = 0, sync_s = 0, step_s = 0;
+
+  // Adds a trajectory's rewards, components and accounting.
+  void ObserveEpisode(const v1::Trajectory& t, const std::string& budget_metric);
+  double MeanReward() const;
+  Scalars ToScalars() const;
+};
+
+}  // namespace allot::trainer::grpo

@@ -1,0 +1,482 @@
+#include "trainer/grpo/grpo_trainer.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/checkpoint_store.h"
+#include "llm/client.h"
+#include "models/peft.h"
+#include "rollout/dispatcher.h"
+#include "rollout/worker.h"
+#include "trainer/grpo/adapter_publisher.h"
+#include "trainer/grpo/advantages.h"
+#include "trainer/grpo/grpo_metrics.h"
+#include "trainer/grpo/lagrange_multiplier.h"
+#include "trainer/grpo/overlong_shaping.h"
+#include "trainer/grpo/policy_loss.h"
+#include "trainer/grpo/policy_update.h"
+#include "trainer/grpo/rollout_batch.h"
+
+namespace allot::trainer::grpo {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct GrpoTrainer::State {
+  GrpoRunOptions options;
+  models::CausalLM model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<llm::Client> client;
+  std::unique_ptr<AdapterPublisher> publisher;
+  LagrangeMultiplier lagrange{0.0, 0.0};
+  PolicyLossOptions loss;
+  int64_t step = 0;
+  uint64_t version = 0;
+  int64_t cursor = 0;  // groups drawn from the prompt list so far
+  std::string nonce;   // keeps episode ids unique across restarts
+};
+
+namespace {
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+double EpisodeCost(const v1::Trajectory& t, const std::string& metric) {
+  const auto& a = t.accounting();
+  if (metric == "cost_usd") return a.cost_usd();
+  if (metric == "energy_joules") return a.energy_joules();
+  if (metric == "tokens") return static_cast<double>(a.prompt_tokens() + a.completion_tokens());
+  return 0.0;
+}
+
+// Largest lag of a policy segment behind `current` (segments of unknown version count as 0).
+int64_t PolicyLag(const v1::Trajectory& t, uint64_t current) {
+  int64_t lag = 0;
+  for (const auto& s : t.segments()) {
+    if (!s.trainable() || s.role() != v1::SEGMENT_ROLE_POLICY) continue;
+    const uint64_t v = s.policy_version();
+    lag = std::max<int64_t>(lag, v >= current ? 0 : static_cast<int64_t>(current - v));
+  }
+  return lag;
+}
+
+double LearningRate(const GrpoConfig& g, int64_t step, int64_t total) {
+  const double warmup = std::floor(g.warmup_ratio * static_cast<double>(total));
+  const double s = static_cast<double>(step);
+  if (warmup > 0 && s < warmup) return g.lr * (s + 1.0) / warmup;
+  const double span = std::max(1.0, static_cast<double>(total) - warmup);
+  const double progress = std::clamp((s - warmup) / span, 0.0, 1.0);
+  if (g.lr_schedule == "linear") return g.lr * (1.0 - progress);
+  if (g.lr_schedule == "cosine") return g.lr * 0.5 * (1.0 + std::cos(M_PI * progress));
+  return g.lr;
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) return Internal("cannot write " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+GrpoTrainer::GrpoTrainer(std::unique_ptr<State> state) : s_(std::move(state)) {}
+GrpoTrainer::~GrpoTrainer() = default;
+int64_t GrpoTrainer::step() const { return s_->step; }
+uint64_t GrpoTrainer::policy_version() const { return s_->version; }
+models::CausalLMImpl& GrpoTrainer::policy() { return *s_->model; }
+
+Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options) {
+  auto st = std::make_unique<State>();
+  const GrpoConfig& g = options.grpo;
+  if (!g.lora.enabled) {
+    return InvalidArgument(
+        "grpo.lora.enabled: the GRPO learner trains a LoRA adapter (policy "
+        "sync goes by adapter only)");
+  }
+  if (options.prompts.empty()) return InvalidArgument("grpo: no prompts (train_data is empty)");
+  ALLOT_ASSIGN_OR_RETURN(st->loss.aggregation, ParseAggregation(g.loss_aggregation));
+  ALLOT_ASSIGN_OR_RETURN(st->loss.ratio_level, ParseRatioLevel(g.ratio_level));
+  ALLOT_ASSIGN_OR_RETURN(st->loss.kl_estimator, ParseKlEstimator(g.kl_estimator));
+  st->loss.clip_low = g.clip_eps;
+  st->loss.clip_high = g.clip_eps_high;
+  st->loss.kl_coef = g.kl_coef;
+  // stale_policy "importance": stale segments stay and the TIS weight corrects them.
+  st->loss.truncated_is = g.truncated_is || g.stale_policy == "importance";
+  st->loss.truncated_is_cap = g.truncated_is_cap;
+  st->loss.norm_len =
+      static_cast<double>(g.aggregation_norm_len > 0 ? g.aggregation_norm_len : g.max_tokens);
+  st->lagrange =
+      LagrangeMultiplier(g.budget_metric == "none" ? 0.0 : g.budget, g.lambda_lr, g.lambda_init);
+  if (g.budget_metric != "none" && g.budget <= 0.0) {
+    return InvalidArgument("grpo.budget: must be > 0 when budget_metric is " + g.budget_metric);
+  }
+
+  ALLOT_ASSIGN_OR_RETURN(auto model, models::CausalLMImpl::Load(options.model_dir, options.load));
+  st->model = models::CausalLM(model);
+  ALLOT_RETURN_IF_ERROR(models::ApplyLoraConfig(*st->model, g.lora));
+  st->optimizer = std::make_unique<torch::optim::AdamW>(
+      st->model->LoraParameters(), torch::optim::AdamWOptions(g.lr).weight_decay(g.weight_decay));
+
+  ALLOT_ASSIGN_OR_RETURN(st->client, llm::Client::Create(options.endpoints));
+  if (st->client->endpoint(g.policy_endpoint) == nullptr) {
+    return InvalidArgument("grpo.policy_endpoint: no endpoint named '" + g.policy_endpoint +
+                           "' in endpoints");
+  }
+  PublisherOptions po;
+  po.endpoint = g.policy_endpoint;
+  po.root = options.run_dir + "/adapters";
+  po.base_model = options.model_dir;
+  po.timeout_s = g.sync_timeout_s;
+  po.retries = g.sync_retries;
+  st->publisher = std::make_unique<AdapterPublisher>(st->client.get(), po);
+  st->nonce = std::to_string(std::random_device{}());
+  st->options = std::move(options);
+  return std::unique_ptr<GrpoTrainer>(new GrpoTrainer(std::move(st)));
+}
+
+Result<int64_t> GrpoTrainer::Resume() {
+  if (s_->options.checkpoint_dir.empty()) return NotFound("grpo: no checkpoint directory");
+  CheckpointStore store(s_->options.checkpoint_dir, s_->options.keep_last);
+  std::vector<std::string> skipped;
+  ALLOT_ASSIGN_OR_RETURN(CheckpointInfo info, store.LoadLatest(&skipped));
+  for (const auto& line : skipped) spdlog::warn("grpo resume: {}", line);
+  ALLOT_RETURN_IF_ERROR(models::LoadAdapter(*s_->model, info.path + "/adapter").status());
+  const GrpoConfig& g = s_->options.grpo;
+  s_->optimizer = std::make_unique<torch::optim::AdamW>(
+      s_->model->LoraParameters(), torch::optim::AdamWOptions(g.lr).weight_decay(g.weight_decay));
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(info.path + "/optimizer.pt");
+    s_->optimizer->load(archive);
+  } catch (const std::exception& e) {
+    return DataLoss(info.path + "/optimizer.pt: " + e.what());
+  }
+  std::ifstream f(info.path + "/state.json");
+  const auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.contains("step")) {
+    return DataLoss(info.path + "/state.json: not a GRPO learner state");
+  }
+  s_->step = j.at("step").get<int64_t>();
+  s_->version = j.at("policy_version").get<uint64_t>();
+  s_->cursor = j.at("cursor").get<int64_t>();
+  s_->lagrange.set_lambda(j.at("lambda").get<double>());
+  s_->options.seed = j.at("seed").get<uint64_t>();
+  spdlog::info("grpo: resumed at step {} (policy version {}) from {}", s_->step, s_->version,
+               info.path);
+  return s_->step;
+}
+
+namespace {
+
+Status SaveCheckpoint(GrpoTrainer::State& s) {
+  if (s.options.checkpoint_dir.empty()) return Status::Ok();
+  CheckpointStore store(s.options.checkpoint_dir, s.options.keep_last);
+  auto saved = store.Save(s.step, [&](const std::string& dir) -> Status {
+    ALLOT_RETURN_IF_ERROR(models::SaveAdapter(*s.model, dir + "/adapter", s.options.model_dir));
+    try {
+      torch::serialize::OutputArchive archive;
+      s.optimizer->save(archive);
+      archive.save_to(dir + "/optimizer.pt");
+    } catch (const std::exception& e) {
+      return Internal(dir + "/optimizer.pt: " + e.what());
+    }
+    nlohmann::json j = {{"step", s.step},
+                        {"policy_version", s.version},
+                        {"cursor", s.cursor},
+                        {"lambda", s.lagrange.lambda()},
+                        {"seed", s.options.seed}};
+    return WriteText(dir + "/state.json", j.dump(2));
+  });
+  return saved.status();
+}
+
+// One collected GRPO group, before advantages.
+struct Group {
+  int64_t cursor = 0;  // its draw from the prompt list: the order groups are trained in
+  std::vector<rollout::FinishedEpisode> episodes;
+};
+
+}  // namespace
+
+Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* progress) {
+  State& s = *s_;
+  const GrpoConfig& g = s.options.grpo;
+  GrpoRunSummary summary;
+  if (s.step >= s.options.total_steps) {
+    summary.steps = s.step;
+    summary.policy_version = s.version;
+    summary.already_finished = true;
+    return summary;
+  }
+
+  // Rollout workers: in-process ones, and/or the remote ones of rollout.dispatcher.workers.
+  rollout::DispatcherConfig dc = s.options.rollout.dispatcher;
+  dc.max_policy_lag = -1;  // the learner measures staleness per segment
+  dc.deliver_groups = false;
+  std::vector<std::unique_ptr<rollout::WorkerServer>> servers;
+  rollout::WorkerConfig wc = s.options.rollout.worker;
+  wc.metrics_listen = "";
+  for (int i = 0; i < s.options.rollout.in_process_workers; ++i) {
+    wc.worker_id = "grpo-worker-" + std::to_string(i);
+    ALLOT_ASSIGN_OR_RETURN(auto server,
+                           rollout::WorkerServer::Start(wc, &rollout::EnvRegistry::Global(), true));
+    servers.push_back(std::move(server));
+  }
+  if (servers.empty() && dc.workers.empty()) {
+    return InvalidArgument(
+        "rollout: no workers (set rollout.in_process_workers or "
+        "rollout.dispatcher.workers)");
+  }
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::Dispatcher> dispatcher,
+                         rollout::Dispatcher::Create(dc));
+  for (size_t i = 0; i < servers.size(); ++i) {
+    dispatcher->AddChannel(servers[i]->InProcessChannel(), "grpo-worker-" + std::to_string(i));
+  }
+  struct Shutdown {
+    rollout::Dispatcher* d;
+    std::vector<std::unique_ptr<rollout::WorkerServer>>* w;
+    ~Shutdown() {
+      d->Shutdown();
+      for (auto& x : *w) x->Shutdown();
+    }
+  } shutdown{dispatcher.get(), &servers};
+
+  auto publish = [&](uint64_t version) -> Status {
+    ALLOT_RETURN_IF_ERROR(s.publisher->Publish(*s.model, version));
+    rollout::PolicySnapshot snap;
+    snap.version = version;
+    snap.kind = v1::POLICY_KIND_LORA_ADAPTER;
+    snap.adapter_name = s.publisher->AdapterName(version);
+    snap.adapter_uri = s.publisher->AdapterDir(version);
+    ALLOT_RETURN_IF_ERROR(dispatcher->PublishPolicy(std::move(snap)));
+    // Every episode of earlier steps has been collected, but a worker may start an episode
+    // before the new snapshot reaches it: keep the versions within max_policy_lag.
+    const uint64_t lag = static_cast<uint64_t>(std::max(g.max_policy_lag, 0));
+    if (version > lag) s.publisher->UnloadBelow(version - lag);
+    return Status::Ok();
+  };
+  // Version 1 is the initial adapter; a resumed run loads its version again (the endpoint may
+  // be a fresh process).
+  if (s.version == 0) s.version = 1;
+  ALLOT_RETURN_IF_ERROR(publish(s.version));
+
+  const int64_t group_size = g.group_size;
+  std::map<std::string, int64_t> group_cursor;
+  auto submit_group = [&]() -> Result<std::string> {
+    const int64_t c = s.cursor++;
+    const std::string gid = "grpo-" + s.nonce + "-g" + std::to_string(c);
+    const std::string& item = s.options.prompts[static_cast<size_t>(c) % s.options.prompts.size()];
+    std::vector<v1::EpisodeRequest> reqs;
+    for (int64_t i = 0; i < group_size; ++i) {
+      v1::EpisodeRequest r;
+      r.set_episode_id(gid + "-" + std::to_string(i));
+      r.set_env(s.options.env);
+      r.set_env_config(s.options.env_config);
+      r.set_dataset_item(item);
+      r.set_group_id(gid);
+      r.set_group_index(static_cast<uint32_t>(i));
+      r.set_group_size(static_cast<uint32_t>(group_size));
+      const uint64_t seed = SplitMix(
+          s.options.seed ^ SplitMix(static_cast<uint64_t>(c) * 4099 + static_cast<uint64_t>(i)));
+      r.set_seed(seed);
+      auto* sp = r.mutable_sampling();
+      sp->set_temperature(static_cast<float>(g.temperature));
+      sp->set_max_tokens(static_cast<uint32_t>(g.max_tokens));
+      sp->set_seed(seed & 0x7fffffffffffull);
+      r.set_timeout_ms(static_cast<uint32_t>(std::min(g.rollout_timeout_s, 86400.0) * 1000.0));
+      reqs.push_back(std::move(r));
+    }
+    ALLOT_RETURN_IF_ERROR(dispatcher->Submit(std::move(reqs)));
+    group_cursor[gid] = c;
+    return gid;
+  };
+
+  if (progress != nullptr) progress->Start(s.step);
+  int consecutive_empty = 0;
+  while (s.step < s.options.total_steps) {
+    StepMetrics m;
+    const auto t_step = Clock::now();
+
+    // ---- Collect prompts_per_step groups (plus replacements for dropped ones).
+    std::map<std::string, Group> partial;
+    std::vector<Group> accepted;
+    int64_t outstanding = 0;
+    int refills = 0;
+    for (int i = 0; i < g.prompts_per_step; ++i) {
+      ALLOT_RETURN_IF_ERROR(submit_group().status());
+      ++outstanding;
+    }
+    const auto deadline = Clock::now() + std::chrono::duration<double>(g.rollout_timeout_s);
+    while (outstanding > 0) {
+      auto fe = dispatcher->Next(std::chrono::milliseconds(100));
+      if (!fe.has_value()) {
+        if (Clock::now() > deadline) {
+          return DeadlineExceeded("grpo: rollout workers returned no group within " +
+                                  std::to_string(g.rollout_timeout_s) +
+                                  " s (grpo.rollout_timeout_s)");
+        }
+        continue;
+      }
+      const std::string gid = fe->trajectory.group_id();
+      Group& grp = partial[gid];
+      grp.episodes.push_back(std::move(*fe));
+      if (static_cast<int64_t>(grp.episodes.size()) < group_size) continue;
+      --outstanding;
+      Group done = std::move(grp);
+      partial.erase(gid);
+      done.cursor = group_cursor[gid];
+      group_cursor.erase(gid);
+      // Arrival order varies from run to run; the batch order must not (exact resume).
+      std::sort(done.episodes.begin(), done.episodes.end(), [](const auto& a, const auto& b) {
+        return a.trajectory.group_index() < b.trajectory.group_index();
+      });
+      // Failed and stale episodes leave the group.
+      Group kept;
+      kept.cursor = done.cursor;
+      for (auto& e : done.episodes) {
+        const auto& t = e.trajectory;
+        m.episodes += 1;
+        if (t.failure().reason() != v1::FAILURE_REASON_NONE || TrainableTokens(t) == 0) {
+          m.failed += 1;
+          if (m.failed == 1) m.first_failure = t.failure().message();
+          continue;
+        }
+        const int64_t lag = PolicyLag(t, s.version);
+        m.staleness_sum += static_cast<double>(lag);
+        m.staleness_max = std::max<double>(m.staleness_max, static_cast<double>(lag));
+        if (lag > g.max_policy_lag && g.stale_policy == "drop") {
+          m.stale_dropped += 1;
+          continue;
+        }
+        kept.episodes.push_back(std::move(e));
+      }
+      std::vector<double> rewards;
+      for (const auto& e : kept.episodes) rewards.push_back(e.trajectory.reward());
+      const bool flat = kept.episodes.size() >= 2 && ZeroVarianceGroup(rewards);
+      if (kept.episodes.size() < 2 || (g.dynamic_sampling && flat)) {
+        m.groups_dropped += 1;
+        if (g.dynamic_sampling && flat) m.groups_zero_variance += 1;
+        for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, g.budget_metric);
+        if (g.dynamic_sampling && refills < g.max_refill_groups &&
+            static_cast<int64_t>(accepted.size()) + outstanding < g.prompts_per_step) {
+          ALLOT_RETURN_IF_ERROR(submit_group().status());
+          ++outstanding;
+          ++refills;
+        }
+        continue;
+      }
+      accepted.push_back(std::move(kept));
+    }
+    m.rollout_wait_s = std::chrono::duration<double>(Clock::now() - t_step).count();
+    std::sort(accepted.begin(), accepted.end(),
+              [](const Group& a, const Group& b) { return a.cursor < b.cursor; });
+
+    if (m.failed == m.episodes && m.episodes > 0) {
+      return Unavailable("grpo: every episode of step " + std::to_string(s.step) +
+                         " failed; first failure: " + m.first_failure);
+    }
+    if (m.stale_dropped > 0 && accepted.empty()) {
+      if (++consecutive_empty >= 3) {
+        return Unavailable("grpo: policy endpoint " + s.publisher->url() +
+                           " never served adapter " + s.publisher->AdapterName(s.version) +
+                           ": every policy segment came from an older version for 3 steps");
+      }
+    } else {
+      consecutive_empty = 0;
+    }
+
+    // ---- Rewards, costs, advantages.
+    std::vector<const v1::Trajectory*> trajs;
+    std::vector<int64_t> gids;
+    std::vector<double> raw, costs;
+    std::vector<std::vector<double>> step_rewards;
+    std::vector<double> weights;
+    for (size_t gi = 0; gi < accepted.size(); ++gi) {
+      for (const auto& e : accepted[gi].episodes) {
+        const auto& t = e.trajectory;
+        trajs.push_back(&t);
+        gids.push_back(static_cast<int64_t>(gi));
+        const double overlong =
+            OverlongPenalty(TrainableTokens(t), {.max_tokens = g.max_tokens,
+                                                 .buffer = g.overlong_buffer,
+                                                 .penalty = g.overlong_penalty});
+        raw.push_back(t.reward() + overlong);
+        costs.push_back(EpisodeCost(t, g.budget_metric));
+        step_rewards.emplace_back(t.step_rewards().begin(), t.step_rewards().end());
+        weights.push_back(e.weight);
+        m.ObserveEpisode(t, g.budget_metric);
+      }
+    }
+    m.lambda = s.lagrange.lambda();
+    const std::vector<double> shaped = s.lagrange.Shape(raw, costs);
+    AdvantageOptions ao{.normalize_std = g.normalize_std};
+    const std::vector<double> adv = GroupAdvantages(shaped, gids, ao);
+    std::vector<std::vector<double>> step_adv(trajs.size());
+    if (g.step_advantages) step_adv = StepAdvantages(step_rewards, gids, ao);
+    s.lagrange.Update(costs);
+
+    // ---- Update.
+    double lr = LearningRate(g, s.step, s.options.total_steps);
+    if (!trajs.empty()) {
+      std::vector<Sample> samples;
+      for (size_t i = 0; i < trajs.size(); ++i) {
+        samples.push_back({trajs[i], adv[i], step_adv[i], weights[i]});
+      }
+      ALLOT_ASSIGN_OR_RETURN(RolloutBatch batch, BuildRolloutBatch(samples));
+      UpdateOptions uo{.loss = s.loss,
+                       .updates = g.updates_per_batch,
+                       .grad_accum = g.grad_accum,
+                       .max_grad_norm = g.max_grad_norm,
+                       .temperature = g.temperature,
+                       .chunk_tokens = s.options.logprob_chunk_tokens,
+                       .lr = lr};
+      ALLOT_RETURN_IF_ERROR(UpdatePolicy(*s.model, *s.optimizer, batch, uo, &m));
+      // ---- Sync: a new adapter version, proven served.
+      const auto t_sync = Clock::now();
+      s.version += 1;
+      ALLOT_RETURN_IF_ERROR(publish(s.version));
+      m.sync_s = std::chrono::duration<double>(Clock::now() - t_sync).count();
+    }
+    m.step_s = std::chrono::duration<double>(Clock::now() - t_step).count();
+    m.lr = lr;
+    m.policy_version = static_cast<double>(s.version);
+    s.step += 1;
+    summary.mean_rewards.push_back(m.MeanReward());
+    if (metrics != nullptr && (s.step % std::max<int64_t>(s.options.log_every, 1) == 0 ||
+                               s.step == s.options.total_steps)) {
+      ALLOT_RETURN_IF_ERROR(metrics->Log(s.step, m.ToScalars()));
+    }
+    if (progress != nullptr) progress->Update(s.step, m.MeanReward());
+    if (s.options.checkpoint_every > 0 && s.step % s.options.checkpoint_every == 0) {
+      ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s));
+    }
+    if (s.options.on_step_end) s.options.on_step_end(s.step);
+  }
+  if (s.options.checkpoint_every <= 0 || s.step % s.options.checkpoint_every != 0) {
+    ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s));
+  }
+  if (progress != nullptr) progress->Finish();
+  summary.steps = s.step;
+  summary.steps_this_run = static_cast<int64_t>(summary.mean_rewards.size());
+  summary.policy_version = s.version;
+  return summary;
+}
+
+}  // namespace allot::trainer::grpo

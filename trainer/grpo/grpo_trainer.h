@@ -1,0 +1,94 @@
+// GrpoTrainer: the GRPO learner loop over rollout workers (issue 12, parts 1, 5, 6, 8).
+//
+//   per step:  submit prompts_per_step groups of group_size episodes (EpisodeRequest.group_id)
+//              -> collect trajectories through the rollout::Dispatcher (in-process workers or
+//                 remote ones), drop failed and stale episodes, drop zero-variance groups and
+//                 draw replacements (dynamic sampling), shape rewards (overlong, Lagrange cost)
+//              -> group-relative (+ step) advantages -> left-padded token batch
+//              -> updates_per_batch passes of AdamW over grad_accum micro-batches with the
+//                 clipped surrogate (policy_loss.h), log-probs computed in chunks
+//              -> publish the adapter as a new version and prove the endpoint serves it
+//              -> metrics, checkpoint.
+//
+// The policy is models::CausalLM with a LoRA adapter; the reference policy (KL term) is the same
+// model with the adapter switched off, and is not evaluated when kl_coef = 0.
+//
+// Checkpoints (core/checkpoint_store.h) hold the adapter, AdamW's state, the step, the policy
+// version, the data cursor and lambda; the learning-rate schedule is a function of the step and
+// every sampling seed a function of (seed, cursor, index), so a resumed run draws the same
+// episodes. A step's episodes are all collected before its update, so the dispatcher ledger is
+// empty at every checkpoint and the episodes of an interrupted step are issued again on resume.
+//
+// Not thread-safe: one Run at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/metrics_writer.h"
+#include "core/progress_bar.h"
+#include "core/status.h"
+#include "llm/endpoint_config.h"
+#include "models/causal_lm.h"
+#include "rollout/config.h"
+#include "trainer/grpo/grpo_config.h"
+
+namespace allot::trainer::grpo {
+
+struct GrpoRunOptions {
+  GrpoConfig grpo;
+  int64_t total_steps = 100;
+  uint64_t seed = 0;
+  std::string model_dir;
+  models::LoadOptions load;
+  int64_t logprob_chunk_tokens = 512;
+  std::string env;                   // registered env name the episodes run
+  std::string env_config;            // its config text
+  std::vector<std::string> prompts;  // dataset items (JSON text), drawn in order, cycling
+  std::string run_dir;               // receives adapters/v<N>/
+  std::string checkpoint_dir;        // empty: no checkpoints
+  int64_t checkpoint_every = 0;      // steps; 0: only at the end
+  int keep_last = 3;
+  int64_t log_every = 1;
+  rollout::RolloutConfig rollout;
+  std::vector<llm::EndpointConfig> endpoints;
+  // Called after each step (and its checkpoint, if any) with the number of steps done.
+  std::function<void(int64_t)> on_step_end;
+};
+
+struct GrpoRunSummary {
+  int64_t steps = 0;  // steps completed in total
+  int64_t steps_this_run = 0;
+  uint64_t policy_version = 0;
+  std::vector<double> mean_rewards;  // per step of this run (raw env reward)
+  bool already_finished = false;     // resumed a run that had reached total_steps
+};
+
+class GrpoTrainer {
+ public:
+  static Result<std::unique_ptr<GrpoTrainer>> Create(GrpoRunOptions options);
+  ~GrpoTrainer();
+  GrpoTrainer(const GrpoTrainer&) = delete;
+  GrpoTrainer& operator=(const GrpoTrainer&) = delete;
+
+  // Restores the newest checkpoint, including the run seed the episodes were drawn with;
+  // returns its step (NotFound when there is none).
+  Result<int64_t> Resume();
+
+  Result<GrpoRunSummary> Run(MetricsWriter* metrics, ProgressBar* progress);
+
+  int64_t step() const;
+  uint64_t policy_version() const;
+  models::CausalLMImpl& policy();
+
+  struct State;
+
+ private:
+  explicit GrpoTrainer(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace allot::trainer::grpo

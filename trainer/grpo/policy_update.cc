@@ -1,0 +1,115 @@
+#include "trainer/grpo/policy_update.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <vector>
+
+namespace allot::trainer::grpo {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+}  // namespace
+
+Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
+                    const RolloutBatch& batch, const UpdateOptions& options, StepMetrics* m,
+                    int64_t* ref_passes) {
+  const int64_t b = batch.input_ids.size(0);
+  const int64_t parts = std::clamp<int64_t>(options.grad_accum, 1, b);
+  const int64_t rows = (b + parts - 1) / parts;
+  std::vector<RolloutBatch> micro;
+  for (int64_t r = 0; r < b; r += rows) micro.push_back(SliceRows(batch, r, std::min(b, r + rows)));
+  const AggregationTotals totals = TotalsOf(batch.loss_mask);
+  const bool use_tis = options.loss.truncated_is && batch.has_rollout_logp;
+  auto logprobs = [&](const RolloutBatch& mb) {
+    return model.TokenLogProbs(mb.input_ids, mb.attention_mask, options.chunk_tokens,
+                               options.temperature);
+  };
+
+  const auto t0 = Clock::now();
+  model.train();
+  std::vector<at::Tensor> old(micro.size()), ref(micro.size());
+  if (options.updates > 1) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < micro.size(); ++i) old[i] = logprobs(micro[i]).detach();
+  }
+  if (options.loss.kl_coef > 0.0) {
+    torch::NoGradGuard no_grad;
+    model.SetLoraEnabled(false);
+    for (size_t i = 0; i < micro.size(); ++i) ref[i] = logprobs(micro[i]).detach();
+    model.SetLoraEnabled(true);
+    if (ref_passes != nullptr) *ref_passes += static_cast<int64_t>(micro.size());
+  }
+
+  std::vector<at::Tensor> params = model.LoraParameters();
+  const double tokens = std::max(totals.tokens, 1.0);
+  double fwd_bwd = Seconds(t0), opt_s = 0.0;
+  PolicyLossStats acc;
+  double loss_sum = 0.0, entropy_sum = 0.0, grad_norm = 0.0;
+  for (int u = 0; u < options.updates; ++u) {
+    const auto tu = Clock::now();
+    optimizer.zero_grad();
+    for (size_t i = 0; i < micro.size(); ++i) {
+      const RolloutBatch& mb = micro[i];
+      PolicyLossInputs in;
+      in.logp = logprobs(mb);
+      in.old_logp = options.updates > 1 ? old[i] : in.logp.detach();
+      if (use_tis) in.rollout_logp = mb.rollout_logp;
+      if (options.loss.kl_coef > 0.0) in.ref_logp = ref[i];
+      in.advantages = mb.advantages;
+      in.mask = mb.loss_mask;
+      in.weights = mb.weights;
+      PolicyLossOptions lo = options.loss;
+      lo.truncated_is = use_tis;
+      ALLOT_ASSIGN_OR_RETURN(PolicyLossResult r, ComputePolicyLoss(in, lo, totals));
+      r.loss.backward();
+      const PolicyLossStats& st = r.stats;
+      const double w = st.tokens / tokens / options.updates;  // token share of this pass
+      loss_sum += r.loss.item<double>() / options.updates;
+      acc.policy_loss += st.policy_loss / options.updates;
+      acc.kl += st.kl * w;
+      acc.clip_frac_low += st.clip_frac_low * w;
+      acc.clip_frac_high += st.clip_frac_high * w;
+      acc.ratio_mean += st.ratio_mean * w;
+      acc.is_weight_mean += st.is_weight_mean * w;
+      acc.is_truncated_frac += st.is_truncated_frac * w;
+      // -log pi of the sampled tokens: a one-sample estimate of the policy's entropy.
+      entropy_sum +=
+          -(in.logp.detach() * mb.loss_mask).sum().item<double>() / tokens / options.updates;
+    }
+    fwd_bwd += Seconds(tu);
+    const auto to = Clock::now();
+    const double clip = options.max_grad_norm > 0.0 ? options.max_grad_norm
+                                                    : std::numeric_limits<double>::infinity();
+    grad_norm = torch::nn::utils::clip_grad_norm_(params, clip);
+    for (auto& group : optimizer.param_groups()) {
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(options.lr);
+    }
+    optimizer.step();
+    opt_s += Seconds(to);
+  }
+  m->loss = loss_sum;
+  m->policy_loss = acc.policy_loss;
+  m->kl = acc.kl;
+  m->clip_frac_low = acc.clip_frac_low;
+  m->clip_frac_high = acc.clip_frac_high;
+  m->ratio_mean = acc.ratio_mean;
+  m->is_weight_mean = use_tis ? acc.is_weight_mean : 1.0;
+  m->is_truncated_frac = acc.is_truncated_frac;
+  m->entropy = entropy_sum;
+  m->grad_norm = grad_norm;
+  m->trained_tokens = totals.tokens * options.updates;
+  m->fwd_bwd_s = fwd_bwd;
+  m->optimizer_s = opt_s;
+  return Status::Ok();
+}
+
+}  // namespace allot::trainer::grpo

@@ -1,0 +1,39 @@
+// One GRPO update on a batch: `updates` optimizer steps over `grad_accum` micro-batches each.
+//
+// Log-probs come from CausalLM::TokenLogProbs, which forms logits a chunk of tokens at a time
+// (forward and backward), so [B, T, vocab] never exists. The old log-probs of the PPO ratio are
+// the learner's own at the start of the batch: computed once without a graph when
+// updates > 1, and the detached current log-probs when updates = 1 (the same numbers, one pass
+// fewer). The reference pass (adapter switched off) runs only when kl_coef > 0.
+#pragma once
+
+#include <torch/optim/adamw.h>
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "models/causal_lm.h"
+#include "trainer/grpo/grpo_metrics.h"
+#include "trainer/grpo/policy_loss.h"
+#include "trainer/grpo/rollout_batch.h"
+
+namespace allot::trainer::grpo {
+
+struct UpdateOptions {
+  PolicyLossOptions loss;
+  int updates = 1;
+  int grad_accum = 1;
+  double max_grad_norm = 1.0;  // 0: no clipping (the norm is still reported)
+  double temperature = 1.0;    // the rollout's: log-probs are of softmax(logits / T)
+  int64_t chunk_tokens = 512;
+  double lr = 1e-5;
+};
+
+// Fills the update part of `metrics` (loss, KL, clip fractions, IS weights, entropy estimate,
+// grad norm, fwd/bwd and optimizer time). The reference-pass count goes to `ref_passes` when
+// given (tests check that beta = 0 skips it).
+Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
+                    const RolloutBatch& batch, const UpdateOptions& options, StepMetrics* metrics,
+                    int64_t* ref_passes = nullptr);
+
+}  // namespace allot::trainer::grpo
