@@ -3,10 +3,12 @@
 namespace allot::apps {
 
 int RunDqnEngine(RunContext& ctx);
+int RunGrpoEngine(RunContext& ctx);
 
 TrainEngine FindTrainEngine(const std::string& algorithm) {
-  // grpo and sft register here as their trainers land.
+  // sft registers here as its trainer lands.
   if (algorithm == "dqn") return &RunDqnEngine;
+  if (algorithm == "grpo") return &RunGrpoEngine;
   return nullptr;
 }
 

@@ -1,0 +1,217 @@
+// The grpo engine: trains an LLM policy (CausalLM + LoRA) with GRPO over rollout workers, and
+// publishes each adapter version to the policy endpoint (trainer/grpo/grpo_trainer.h).
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/commands.h"
+#include "apps/engines.h"
+#include "core/config/node.h"
+#include "core/metrics_writer.h"
+#include "core/progress_bar.h"
+#include "envs/datasets/jsonl_loader.h"
+#include "trainer/grpo/grpo_trainer.h"
+
+namespace allot::apps {
+
+namespace {
+
+// Configs fail loudly (issue 12 part 9): a section or key the grpo engine does not read, or a
+// knob that has no effect in the chosen mode, is an error naming it and where it was set.
+Status CheckGrpoKeys(const std::string& source) {
+  auto root = config::LoadFile(source);
+  if (!root.ok()) return root.status();
+  // Sections other engines read and this one ignores.
+  static const std::set<std::string> kUnread = {"dqn"};
+  std::string errors;
+  for (const auto& [key, node] : root->entries()) {
+    if (kUnread.count(key) != 0) {
+      errors += "\n  " + node.origin().ToString() + ": section '" + key +
+                "' is not read by the grpo engine (trainer.algorithm: grpo)";
+    }
+  }
+  if (const config::ConfigNode* env = root->Find("env"); env != nullptr) {
+    if (const config::ConfigNode* chain = env->Find("chain"); chain != nullptr) {
+      errors +=
+          "\n  " + chain->origin().ToString() +
+          ": env.chain configures the DQN navigator's MDP, which the grpo engine does not run";
+    }
+  }
+  const config::ConfigNode* g = root->Find("grpo");
+  auto set = [&](const std::string& k) -> const config::ConfigNode* {
+    return g == nullptr ? nullptr : g->Find(k);
+  };
+  auto scalar = [&](const std::string& k, const std::string& fallback) {
+    const config::ConfigNode* n = set(k);
+    return n != nullptr && n->is_scalar() ? n->scalar() : fallback;
+  };
+  auto no_effect = [&](const std::string& k, const std::string& why) {
+    if (const config::ConfigNode* n = set(k); n != nullptr) {
+      errors += "\n  " + n->origin().ToString() + ": grpo." + k + " has no effect " + why;
+    }
+  };
+  const std::string metric = scalar("budget_metric", "none");
+  if (metric == "none") {
+    for (const char* k : {"budget", "lambda_init", "lambda_lr"}) {
+      no_effect(k, "while grpo.budget_metric is none");
+    }
+  }
+  if (scalar("dynamic_sampling", "false") != "true") {
+    no_effect("max_refill_groups", "without grpo.dynamic_sampling");
+  }
+  if (scalar("overlong_buffer", "0") == "0") {
+    no_effect("overlong_penalty", "while grpo.overlong_buffer is 0");
+  }
+  if (scalar("loss_aggregation", "seq_mean_token_mean") != "seq_mean_token_sum") {
+    no_effect("aggregation_norm_len", "unless grpo.loss_aggregation is seq_mean_token_sum");
+  }
+  const std::string kl = scalar("kl_coef", "0");
+  if (kl == "0" || kl == "0.0") no_effect("kl_estimator", "while grpo.kl_coef is 0");
+  if (scalar("truncated_is", "true") == "false") {
+    no_effect("truncated_is_cap", "while grpo.truncated_is is false");
+  }
+  if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
+  return Status::Ok();
+}
+
+// The dataset items episodes are drawn from, as JSON text.
+Result<std::vector<std::string>> Prompts(const AllotConfig& cfg) {
+  if (cfg.train_data.path.empty()) {
+    return InvalidArgument("train_data.path: the grpo engine needs prompts (a JSONL dataset)");
+  }
+  ALLOT_ASSIGN_OR_RETURN(envs::datasets::Dataset data, envs::datasets::LoadJsonl(cfg.train_data));
+  std::vector<std::string> out;
+  for (const auto& e : data.examples) {
+    out.push_back(nlohmann::json{
+        {"id", e.id},
+        {"question", e.question},
+        {"answer", e.answer},
+        {"options", e.options},
+        {"answer_format", e.answer_format},
+        {"extra",
+         e.extra}}.dump());
+  }
+  if (out.empty()) return InvalidArgument(cfg.train_data.path + ": no examples");
+  return out;
+}
+
+// reward/mean and cost_usd_per_episode against the step, as a PNG next to metrics.jsonl, when
+// gnuplot is installed (Debian's gnuplot-nox).
+void WriteCurves(const RunDirectory& run) {
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    spdlog::info("gnuplot not installed: no reward/cost PNG");
+    return;
+  }
+  const std::string data = run.path() + "/curves.dat";
+  {
+    std::ifstream in(run.metrics_path());
+    std::ofstream out(data);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || !j.contains("reward/mean")) continue;
+      out << j.value("step", 0) << " " << j.value("reward/mean", 0.0) << " "
+          << j.value("cost_usd_per_episode", 0.0) << " " << j.value("tokens_per_episode", 0.0)
+          << "\n";
+    }
+  }
+  const std::string png = run.path() + "/curves.png";
+  const std::string script = run.path() + "/curves.gp";
+  std::ofstream(script) << "set terminal pngcairo size 900,500 noenhanced\n"
+                        << "set output '" << png << "'\n"
+                        << "set xlabel 'step'\nset ylabel 'reward'\nset y2label 'cost'\n"
+                        << "set y2tics\nset ytics nomirror\nset key top left\n"
+                        << "plot '" << data << "' using 1:2 with lines title 'reward (mean)', '"
+                        << data << "' using 1:3 axes x1y2 with lines title 'cost $/episode', '"
+                        << data << "' using 1:4 axes x1y2 with lines title 'tokens/episode'\n";
+  if (std::system(("gnuplot '" + script + "' > /dev/null 2>&1").c_str()) == 0) {
+    spdlog::info("reward and cost curves: {}", png);
+  } else {
+    spdlog::warn("gnuplot failed on {}", script);
+  }
+}
+
+}  // namespace
+
+int RunGrpoEngine(RunContext& ctx) {
+  const AllotConfig& cfg = ctx.loaded.config;
+  if (!ctx.resume) {
+    if (Status s = CheckGrpoKeys(ctx.loaded.source); !s.ok()) {
+      std::cerr << "allot: " << s.message() << "\n";
+      return kExitError;
+    }
+  }
+  trainer::grpo::GrpoRunOptions o;
+  o.grpo = cfg.grpo;
+  o.total_steps = cfg.trainer.total_steps;
+  o.seed = static_cast<uint64_t>(cfg.run.seed);
+  o.model_dir = cfg.model.path;
+  o.load.dtype = cfg.model.dtype;
+  o.load.device = cfg.model.device;
+  o.logprob_chunk_tokens = cfg.model.logprob_chunk_tokens;
+  o.env = cfg.env.name;
+  // Workers get the resolved recipe (secrets redacted: they resolve their own keys).
+  o.env_config = ResolvedYaml(ctx.loaded);
+  o.run_dir = ctx.run.path();
+  o.checkpoint_dir = ctx.run.checkpoints_dir();
+  o.checkpoint_every = cfg.checkpoint.every;
+  o.keep_last = cfg.checkpoint.keep_last;
+  o.log_every = cfg.logging.log_every;
+  o.rollout = cfg.rollout;
+  o.endpoints = cfg.endpoints;
+  if (o.env == "chain") {
+    std::cerr << "allot: env.name: 'chain' is the DQN navigator's MDP; the grpo engine trains an "
+                 "LLM policy in an LLM env (coger, r2, deeptool, atlas)\n";
+    return kExitError;
+  }
+  auto prompts = Prompts(cfg);
+  if (!prompts.ok()) {
+    std::cerr << "allot: " << prompts.status().message() << "\n";
+    return kExitError;
+  }
+  o.prompts = std::move(*prompts);
+  auto trainer = trainer::grpo::GrpoTrainer::Create(std::move(o));
+  if (!trainer.ok()) {
+    std::cerr << "allot: " << trainer.status().message() << "\n";
+    return kExitError;
+  }
+  if (ctx.resume) {
+    auto at = (*trainer)->Resume();
+    if (!at.ok()) {
+      std::cerr << "allot resume: " << at.status().message() << "\n";
+      return kExitError;
+    }
+    if (*at >= cfg.trainer.total_steps) {
+      std::cout << "run '" << cfg.run.name << "' is finished: step " << *at << " of "
+                << cfg.trainer.total_steps << "; nothing to resume\n";
+      return kExitOk;
+    }
+  }
+  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
+                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
+  if (!metrics.ok()) {
+    std::cerr << "allot: " << metrics.status().message() << "\n";
+    return kExitError;
+  }
+  std::unique_ptr<ProgressBar> bar;
+  if (cfg.logging.progress_bar) {
+    bar = std::make_unique<ProgressBar>(cfg.trainer.total_steps, "grpo steps", stderr);
+  }
+  auto summary = (*trainer)->Run(metrics->get(), bar.get());
+  if (!summary.ok()) {
+    std::cerr << "allot: " << summary.status().message() << "\n";
+    return kExitError;
+  }
+  WriteCurves(ctx.run);
+  spdlog::info("done: {} steps, policy version {}; adapters in {}/adapters; metrics: {}",
+               summary->steps, summary->policy_version, ctx.run.path(), ctx.run.metrics_path());
+  return kExitOk;
+}
+
+}  // namespace allot::apps
