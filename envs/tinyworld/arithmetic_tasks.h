@@ -1,0 +1,35 @@
+// Arithmetic of graded difficulty for the tiny world (issue 15): one-digit sums up to products
+// a calculator should do, and short multi-step word problems. Each bucket has a fixed minimal
+// CogER level by construction (TaskItem::min_level).
+//
+//   bucket  example                          level  reference solution
+//   add1    What is 7 + 5?                   L1     one step
+//   add2    What is 47 + 38?                 L2     tens, then ones
+//   mul21   What is 47 * 6?                  L2     tens and ones times the digit, then the sum
+//   mul22   What is 47 * 36?                 L3     times the tens, times the ones, the sum
+//   word    Two- and three-step stories      L3     one step per operation
+//   mul33   What is 472 * 358?               L4     the calculator tool
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "envs/tinyworld/splitmix.h"
+#include "envs/tinyworld/task_item.h"
+
+namespace allot::envs::tinyworld {
+
+// The buckets above, easiest first.
+std::vector<std::string> ArithmeticBuckets();
+// How many distinct questions the bucket can produce (word problems: effectively unbounded).
+uint64_t ArithmeticSpace(std::string_view bucket);
+
+// One random item of `bucket`: question, answer, value, expression, steps, key, kind,
+// difficulty and min_level are set; id and split are the caller's. `names` are the people of
+// word problems (non-empty). Unknown buckets are errors.
+Result<TaskItem> MakeArithmeticItem(std::string_view bucket, SplitMix64& rng,
+                                    const std::vector<std::string>& names);
+
+}  // namespace allot::envs::tinyworld

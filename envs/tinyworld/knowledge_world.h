@@ -1,0 +1,82 @@
+// The tiny world's fictional knowledge base: generated people and towns whose facts (birth
+// years, trades, herds, founding years, inhabitants, rivers) exist only in a corpus of
+// {"id", "title", "text"} pages, the format envs/tools/knowledge_base.h indexes with FTS5. No
+// model can know them without the search tool, which makes fact questions CogER's L4.
+//
+// Every word of every name is distinct across the whole world, so that a search for an
+// entity's name ranks its own page first.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config/schema.h"
+#include "core/status.h"
+#include "envs/tinyworld/splitmix.h"
+#include "envs/tinyworld/task_item.h"
+
+namespace allot::envs::tinyworld {
+
+struct Town {
+  std::string id;    // corpus page id, "town-0007"
+  std::string name;  // "Brimholt"
+  std::string river;
+  int64_t founded = 0;
+  int64_t inhabitants = 0;
+  bool test = false;  // questions about it belong to the test split
+};
+
+struct Person {
+  std::string id;    // "person-0042"
+  std::string name;  // "Orvalen Tusk"
+  size_t town = 0;   // index into KnowledgeWorld::towns
+  std::string trade;
+  std::string animals;  // plural: "goats"
+  int64_t born = 0;
+  int64_t herd = 0;   // how many animals
+  bool test = false;  // always the split of the person's town
+};
+
+struct CorpusPage {
+  std::string id, title, text;
+};
+
+struct KnowledgeWorldConfig {
+  int64_t people = 480;
+  int64_t towns = 80;
+  int64_t test_percent = 25;  // towns (with their people) whose questions form the test split
+
+  void Describe(config::Visitor& v) {
+    v.Field("people", people, {.doc = "fictional people in the corpus", .min = 1});
+    v.Field("towns", towns, {.doc = "fictional towns in the corpus", .min = 1});
+    v.Field("test_percent", test_percent,
+            {.doc = "share of towns (and their people) whose questions form the test split",
+             .min = 0,
+             .max = 100});
+  }
+};
+
+struct KnowledgeWorld {
+  std::vector<Town> towns;
+  std::vector<Person> people;
+  std::vector<std::string> first_names;  // extra first names for word problems
+
+  // One page per town and per person, towns first.
+  std::vector<CorpusPage> Corpus() const;
+  CorpusPage PageOf(const Town& t) const;
+  CorpusPage PageOf(const Person& p) const;
+};
+
+Result<KnowledgeWorld> MakeKnowledgeWorld(const KnowledgeWorldConfig& config, SplitMix64& rng);
+
+// Fact buckets: "fact" asks one attribute of a person or a town (one search); "fact2" asks the
+// river of a person's home town (two searches).
+std::vector<std::string> FactBuckets();
+
+// Every fact question of `bucket` about the entities of `split` ("train" or "test"), in a
+// fixed order; kind, difficulty, min_level (4), question, answer, value, steps (with their
+// search queries and results), entity, page_id and key are set.
+std::vector<TaskItem> AllFactItems(const KnowledgeWorld& world, std::string_view bucket,
+                                   std::string_view split);
+
+}  // namespace allot::envs::tinyworld

@@ -1,0 +1,60 @@
+// Supervised data that teaches the tiny models the task formats of formats.h: direct answers,
+// chain of thought, CoTool tool queries (CogER App. B.2), the router's level tag (CogER App.
+// B.1), RLoT's self-evaluation lines and logic blocks (RLoT Table 1, App. K.2) and numbered
+// decomposition (R2-Reasoner). One {"prompt", "completion"} JSONL line per record.
+//
+// Tool trajectories are cut at every tool call: a record's completion ends with the
+// <|end_tool_query|> marker, and the next record's prompt carries the tool result. The models
+// therefore never learn to write tool results themselves, and at inference the environment
+// supplies them exactly where training put them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/config/schema.h"
+#include "core/status.h"
+#include "envs/tinyworld/splitmix.h"
+#include "envs/tinyworld/task_item.h"
+
+namespace allot::envs::tinyworld {
+
+struct SftRecord {
+  std::string prompt;
+  std::string completion;
+  std::string format;   // one of SftFormats()
+  std::string item_id;  // the task item it was made from
+  nlohmann::json ToJson() const;
+};
+
+struct SftConfig {
+  // Which formats to write; empty = all of SftFormats().
+  std::vector<std::string> formats;
+  // The level in a router record: "random" (uniform L1..L4) leaves the routing for GRPO to
+  // learn, so that the SFT router starts as a random router that knows the format; "true" uses
+  // the item's min_level (a supervised router, for comparison).
+  std::string route_labels = "random";
+  // Share of self-evaluation records whose newest step is corrupted (a wrong operation or a
+  // wrong result), so that the scores 1 and 3 both occur.
+  int64_t corrupt_percent = 40;
+
+  void Describe(config::Visitor& v) {
+    v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
+    v.Field("route_labels", route_labels,
+            {.doc = "router levels: random (GRPO learns routing) or true (min_level)",
+             .choices = {"random", "true"}});
+    v.Field("corrupt_percent", corrupt_percent,
+            {.doc = "self-evaluation records with a corrupted newest step", .min = 0, .max = 100});
+  }
+};
+
+// direct, cot, tool, route, self_eval, refine, reason_step, has_answer, final, decompose,
+// solve_subtask, summarize, plans, choose_plan, numbered.
+std::vector<std::string> SftFormats();
+
+// The records of every enabled format that applies to `item`.
+Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftConfig& config,
+                                              SplitMix64& rng);
+
+}  // namespace allot::envs::tinyworld

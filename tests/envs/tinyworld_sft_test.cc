@@ -1,0 +1,219 @@
+// The SFT data of the tiny models: each format's shape, and that its content is right.
+#include "envs/tinyworld/sft_data.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "envs/datasets/jsonl_loader.h"
+#include "envs/tinyworld/formats.h"
+#include "tests/envs/tinyworld_test_world.h"
+
+namespace allot::envs::tinyworld {
+namespace {
+
+std::map<std::string, const TaskItem*> ItemsById() {
+  std::map<std::string, const TaskItem*> out;
+  for (const TaskItem& t : SmallWorld().train) out[t.id] = &t;
+  return out;
+}
+
+std::vector<const SftRecord*> Records(const std::string& format) {
+  std::vector<const SftRecord*> out;
+  for (const SftRecord& r : SmallWorld().sft) {
+    if (r.format == format) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t nl = s.find('\n', start);
+    out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+TEST(TinyWorldSftTest, EveryFormatIsWrittenFromTrainItemsOnly) {
+  const auto items = ItemsById();
+  std::set<std::string> formats;
+  for (const SftRecord& r : SmallWorld().sft) {
+    formats.insert(r.format);
+    ASSERT_TRUE(items.count(r.item_id)) << r.item_id << " is not a train item";
+    // Byte-level models: plain ASCII, and the prompt ends with its one-line instruction.
+    for (unsigned char c : r.prompt + r.completion) ASSERT_LT(c, 0x80) << r.item_id;
+    ASSERT_EQ(r.prompt.back(), '\n') << r.item_id;
+    ASSERT_FALSE(r.completion.empty()) << r.item_id;
+  }
+  const auto all = SftFormats();
+  EXPECT_EQ(formats, std::set<std::string>(all.begin(), all.end()));
+}
+
+TEST(TinyWorldSftTest, AnswersInBoxesAreTheItemsAnswers) {
+  const auto items = ItemsById();
+  for (const char* f : {"direct", "cot", "final"}) {
+    for (const SftRecord* r : Records(f)) {
+      EXPECT_EQ(datasets::LastBoxed(r->completion), items.at(r->item_id)->answer)
+          << f << " " << r->item_id;
+    }
+  }
+  // Direct answers and plain chains of thought are never taught for tool questions.
+  for (const char* f : {"direct", "cot"}) {
+    for (const SftRecord* r : Records(f)) EXPECT_LT(items.at(r->item_id)->min_level, 4) << f;
+  }
+}
+
+TEST(TinyWorldSftTest, ToolRecordsStopAtTheQueryAndNeverWriteResults) {
+  const auto items = ItemsById();
+  std::map<std::string, int> queries;
+  for (const SftRecord* r : Records("tool")) {
+    EXPECT_EQ(r->completion.find(kToolResultOpen), std::string::npos) << r->item_id;
+    const bool query = r->completion.find(kToolQueryOpen) != std::string::npos;
+    if (query) {
+      ++queries[r->item_id];
+      EXPECT_TRUE(r->completion.ends_with(kToolQueryClose)) << r->completion;
+    } else {
+      EXPECT_EQ(datasets::LastBoxed(r->completion), items.at(r->item_id)->answer);
+    }
+    // A later segment's prompt carries the results of the earlier queries.
+    EXPECT_EQ(r->prompt.find(kToolQueryOpen) == std::string::npos,
+              r->prompt.find(kToolResultOpen) == std::string::npos);
+  }
+  for (const auto& [id, item] : items) {
+    int expected = 0;
+    for (const SolutionStep& s : item->steps) expected += s.uses_tool();
+    EXPECT_EQ(queries[id], expected) << id;
+  }
+}
+
+TEST(TinyWorldSftTest, RouterRecordsCarryOneLevelTag) {
+  std::map<int, int> levels;
+  const std::regex tag("^(.+ )?<question_level>L([1-4])</question_level>$");
+  for (const SftRecord* r : Records("route")) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(r->completion, m, tag)) << r->completion;
+    const int level = std::stoi(m[2]);
+    ++levels[level];
+    EXPECT_EQ(m[1].matched, level == 1) << "only L1 answers before the tag: " << r->completion;
+  }
+  // Random labels (the default): every level is common, so the router starts unbiased.
+  const auto n = static_cast<double>(Records("route").size());
+  for (int l = 1; l <= 4; ++l) EXPECT_GT(levels[l] / n, 0.15) << "L" << l;
+
+  TinyWorldConfig c = SmallConfig();
+  c.sft.route_labels = "true";
+  c.sft.formats = {"route"};
+  auto w = GenerateTinyWorld(c);
+  ASSERT_TRUE(w.ok());
+  std::map<std::string, int> level_of;
+  for (const TaskItem& t : w->train) level_of[t.id] = t.min_level;
+  for (const SftRecord& r : w->sft) {
+    EXPECT_NE(r.completion.find(LevelTag(level_of[r.item_id])), std::string::npos) << r.item_id;
+  }
+  c.sft.route_labels = "oracle";
+  EXPECT_FALSE(GenerateTinyWorld(c).ok());
+}
+
+TEST(TinyWorldSftTest, SelfEvaluationHasSevenParsableScoresThatSeeTheMistake) {
+  // The reference navigator's parser reads KEY[:=\[a-zA-Z \n]*(0|1|2|3) (RLoT code).
+  std::vector<std::regex> patterns;
+  for (std::string_view key : kSelfEvalKeys) {
+    patterns.emplace_back(std::string(key) + "[:=\\[a-zA-Z \\n]*(0|1|2|3)");
+  }
+  size_t corrupted = 0;
+  for (const SftRecord* r : Records("self_eval")) {
+    const auto lines = Lines(r->completion);
+    ASSERT_EQ(lines.size(), 7u) << r->completion;
+    std::map<std::string, int> score;
+    for (size_t i = 0; i < 7; ++i) {
+      const std::string key(kSelfEvalKeys[i]);
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(lines[i], m, patterns[i])) << lines[i];
+      score[key] = std::stoi(m[1]);
+      EXPECT_NE(lines[i].find(" reason="), std::string::npos);
+    }
+    // The newest step's equation decides A1 (modeling) and A3 (calculation).
+    const std::string newest = Lines(r->prompt).end()[-3];
+    long long a = 0, b = 0, c = 0;
+    char op = 0;
+    if (std::sscanf(newest.c_str(), "Step %*d: %lld %c %lld = %lld", &a, &op, &b, &c) == 4) {
+      const long long right = op == '+' ? a + b : op == '-' ? a - b : a * b;
+      EXPECT_EQ(score["A3"], right == c ? 3 : 1) << newest;
+      corrupted += score["A1"] == 1 || score["A3"] == 1;
+    }
+  }
+  EXPECT_GT(corrupted, 20u);
+}
+
+TEST(TinyWorldSftTest, RefineRestoresTheReferenceStep) {
+  const auto items = ItemsById();
+  ASSERT_FALSE(Records("refine").empty());
+  for (const SftRecord* r : Records("refine")) {
+    const auto steps = items.at(r->item_id)->AllSteps();
+    bool found = false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      found = found || r->completion == StepLine(static_cast<int>(i) + 1, steps[i].text);
+    }
+    EXPECT_TRUE(found) << r->completion;
+    EXPECT_NE(Lines(r->prompt).end()[-3], r->completion) << "nothing to refine";
+  }
+}
+
+TEST(TinyWorldSftTest, LogicBlocksUseRLoTMarkers) {
+  const auto items = ItemsById();
+  for (const SftRecord* r : Records("decompose")) {
+    const auto lines = Lines(r->completion);
+    ASSERT_EQ(lines.size(), items.at(r->item_id)->AllSteps().size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      EXPECT_EQ(lines[i].rfind(std::string(kSubtaskPrefix) + std::to_string(i + 1) + ": ", 0), 0u);
+    }
+  }
+  for (const SftRecord* r : Records("plans")) {
+    const auto lines = Lines(r->completion);
+    ASSERT_EQ(lines.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(lines[i].rfind(std::string(kPlanPrefix) + std::to_string(i + 1) + ": ", 0), 0u);
+    }
+  }
+  // The chosen plan is the one that is the reference's next subtask.
+  for (const SftRecord* r : Records("choose_plan")) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r->completion, m,
+                                  std::regex("^The most promising plan is Plan([1-3]): ")));
+    const std::string plan_line = std::string(kPlanPrefix) + m[1].str() + ": ";
+    const size_t at = r->prompt.find(plan_line);
+    ASSERT_NE(at, std::string::npos);
+    const std::string plan =
+        r->prompt.substr(at + plan_line.size(), r->prompt.find('\n', at) - at - plan_line.size());
+    bool is_reference = false;
+    for (const SolutionStep& s : items.at(r->item_id)->AllSteps()) {
+      is_reference = is_reference || s.subtask == plan;
+    }
+    EXPECT_TRUE(is_reference) << plan;
+  }
+  for (const SftRecord* r : Records("numbered")) {
+    EXPECT_EQ(r->completion.rfind("1. ", 0), 0u);
+    EXPECT_NE(r->completion.find("\n2. "), std::string::npos);
+  }
+  for (const SftRecord* r : Records("has_answer")) {
+    EXPECT_TRUE(r->completion == "yes" || r->completion == "no");
+  }
+}
+
+TEST(TinyWorldSftTest, UnknownFormatIsRefused) {
+  SftConfig c;
+  c.formats = {"cot", "poem"};
+  SplitMix64 rng(1);
+  auto r = MakeSftRecords(SmallWorld().train.front(), c, rng);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("poem"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allot::envs::tinyworld

@@ -1,0 +1,27 @@
+// A small tiny world shared by the tinyworld_* tests: generated once per test binary.
+#pragma once
+
+#include "envs/tinyworld/task_generator.h"
+
+namespace allot::envs::tinyworld {
+
+inline TinyWorldConfig SmallConfig(int64_t seed = 7) {
+  TinyWorldConfig c;
+  c.seed = seed;
+  c.train_per_bucket = 60;
+  c.test_per_bucket = 20;
+  c.mc_percent = 30;
+  c.knowledge.people = 120;
+  c.knowledge.towns = 30;
+  return c;
+}
+
+inline const TinyWorld& SmallWorld() {
+  static const TinyWorld* world = [] {
+    auto w = GenerateTinyWorld(SmallConfig());
+    return w.ok() ? new TinyWorld(std::move(w).value()) : nullptr;
+  }();
+  return *world;
+}
+
+}  // namespace allot::envs::tinyworld
