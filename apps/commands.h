@@ -17,6 +17,7 @@ void AddRunCommands(CLI::App& app, int* exit_code);      // train, resume, sft, 
 void AddServiceCommands(CLI::App& app, int* exit_code);  // serve, rollout-worker
 void AddInfoCommands(CLI::App& app, int* exit_code);     // version
 void AddToolCommands(CLI::App& app, int* exit_code);     // tokenize, grade
+void AddTinyWorldCommands(CLI::App& app, int* exit_code);  // tinyworld generate
 
 // Prints "allot <command>: <what> has not landed yet" and returns kExitNotLanded.
 int NotLanded(const char* command, const char* what);

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   allot::apps::AddServiceCommands(app, &exit_code);
   allot::apps::AddConfigCommands(app, &exit_code);
   allot::apps::AddToolCommands(app, &exit_code);
+  allot::apps::AddTinyWorldCommands(app, &exit_code);
   allot::apps::AddInfoCommands(app, &exit_code);
   if (!allot::SetupLogging("info").ok()) return allot::apps::kExitError;
   try {
