@@ -54,6 +54,9 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
   gen->add_option("--route-labels", a->config.sft.route_labels,
                   "router levels in the SFT data: random or true")
       ->check(CLI::IsMember({"random", "true"}));
+  gen->add_option("--tool-results", a->config.sft.tool_results,
+                  "between the result markers of SFT tool trajectories: reasoned or raw")
+      ->check(CLI::IsMember({"reasoned", "raw"}));
   gen->add_option("--check", a->check,
                   "a reference manifest.json: exit 1 unless every file matches its sha256");
   gen->callback([=] {

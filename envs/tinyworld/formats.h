@@ -67,6 +67,11 @@ inline constexpr std::string_view kAskChoosePlan = "Choose the most promising pl
 inline constexpr std::string_view kAskFinal = "Give the final answer.";
 inline constexpr std::string_view kAskHasAnswer = "Is the final answer reached? yes or no.";
 inline constexpr std::string_view kAskNumberedSubtasks = "List the subtasks, numbered.";
+// CoTool's reading of a tool output (CogER App. B.2 task instruction), and the context lines
+// of its prompt: "Tool query: ..." and "Tool output: ...".
+inline constexpr std::string_view kAskReadTool = "Say what the tool output tells.";
+inline constexpr std::string_view kToolQueryLine = "Tool query: ";
+inline constexpr std::string_view kToolOutputLine = "Tool output: ";
 // Header of the reasoning so far inside a prompt.
 inline constexpr std::string_view kSoFar = "Reasoning so far:";
 

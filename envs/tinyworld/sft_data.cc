@@ -122,7 +122,8 @@ std::string SelfEvaluation(size_t k, size_t n, bool computes, bool model_error, 
       computes
           ? SelfEvalLine("A3", calc_error ? 1 : 3, calc_error ? reason : "the arithmetic is right")
           : SelfEvalLine("A3", 0, "no arithmetic in this step"),
-      SelfEvalLine("B1", left <= 1 ? 3 : 2,
+      // B1 True = the answer is still far (RLoT Table 1 as configs/prompts/rlot words it).
+      SelfEvalLine("B1", left >= 2 ? 3 : (left == 1 ? 2 : 1),
                    left == 0 ? "nothing is left to do"
                              : (left == 1 ? "one step is left" : N(left) + " steps are left")),
       SelfEvalLine("B2", ok ? 1 : 3,
@@ -150,9 +151,9 @@ nlohmann::json SftRecord::ToJson() const {
 }
 
 std::vector<std::string> SftFormats() {
-  return {"direct",        "cot",         "tool",       "route",       "self_eval",
-          "refine",        "reason_step", "has_answer", "final",       "decompose",
-          "solve_subtask", "summarize",   "plans",      "choose_plan", "numbered"};
+  return {"direct",    "cot",         "tool",        "reason_in_tool", "route",     "self_eval",
+          "refine",    "reason_step", "has_answer",  "final",          "decompose", "solve_subtask",
+          "summarize", "plans",       "choose_plan", "numbered"};
 }
 
 Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftConfig& config,
@@ -163,6 +164,10 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
       return InvalidArgument("tiny world: sft.formats: unknown format '" + f + "'");
     }
   }
+  if (config.tool_results != "reasoned" && config.tool_results != "raw") {
+    return InvalidArgument("tiny world: sft.tool_results must be reasoned or raw, got '" +
+                           config.tool_results + "'");
+  }
   if (config.route_labels != "random" && config.route_labels != "true") {
     return InvalidArgument("tiny world: sft.route_labels must be random or true, got '" +
                            config.route_labels + "'");
@@ -172,7 +177,17 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
            std::find(config.formats.begin(), config.formats.end(), f) != config.formats.end();
   };
   const std::string q = FullQuestion(item);
-  const std::vector<SolutionStep> steps = item.AllSteps();
+  const std::vector<SolutionStep> reference = item.AllSteps();
+  // What each tool step's result reads like inside a trajectory (SftConfig::tool_results): the
+  // reading is the step that follows the tool call.
+  std::vector<SolutionStep> steps = reference;
+  std::vector<std::string> readings(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].uses_tool()) continue;
+    const bool next_reads = i + 1 < steps.size() && !steps[i + 1].uses_tool();
+    readings[i] = next_reads ? steps[i + 1].text : steps[i].tool_result;
+    if (config.tool_results == "reasoned") steps[i].tool_result = readings[i];
+  }
   const size_t n = steps.size();
   const bool tool = UsesTool(steps);
   const std::string final_answer = FinalAnswer(item.answer);
@@ -187,19 +202,32 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
   if (on("cot") && !tool) add("cot", "", kAskChainOfThought, StepLines(steps, n) + final_answer);
   if (on("tool")) {
     // CoTool (CogER App. B.2), cut after every <|end_tool_query|>.
+    // The conversation continues after the prompt: each record's prompt is the first prompt
+    // plus everything generated and inserted so far.
+    const std::string start = Prompt(q, "", kAskTool);
     std::string done;  // the steps and tool results before the current segment
     std::string segment;
     for (size_t i = 0; i < n; ++i) {
       segment += StepLine(static_cast<int>(i) + 1, steps[i].text) + "\n";
       if (steps[i].uses_tool()) {
         segment += ToolQuery(steps[i].tool_query);
-        add("tool", done.empty() ? "" : done.substr(0, done.size() - 1), kAskTool, segment);
+        out.push_back({start + done, segment, "tool", item.id});
+        // Exactly what CoTool inserts after <|end_tool_query|>: "\n<result markers>\n".
         done += segment + "\n" + ToolResult(steps[i].tool_result) + "\n";
         segment.clear();
       }
     }
-    add("tool", done.empty() ? "" : done.substr(0, done.size() - 1), kAskTool,
-        segment + final_answer);
+    out.push_back({start + done, segment + final_answer, "tool", item.id});
+  }
+  if (on("reason_in_tool")) {
+    // CoTool reads each tool output before it joins the chain (CogER App. B.2).
+    for (size_t i = 0; i < n; ++i) {
+      if (!steps[i].uses_tool()) continue;
+      add("reason_in_tool",
+          std::string(kToolQueryLine) + steps[i].tool_query + "\n" + std::string(kToolOutputLine) +
+              reference[i].tool_result,
+          kAskReadTool, readings[i]);
+    }
   }
   if (on("route")) {
     const int level =

@@ -4,7 +4,8 @@
 // decomposition (R2-Reasoner). One {"prompt", "completion"} JSONL line per record.
 //
 // Tool trajectories are cut at every tool call: a record's completion ends with the
-// <|end_tool_query|> marker, and the next record's prompt carries the tool result. The models
+// <|end_tool_query|> marker, and the next record's prompt is the previous prompt and completion
+// followed by "\n<|begin_tool_result|> ... <|end_tool_result|>\n", as CoTool builds it. The models
 // therefore never learn to write tool results themselves, and at inference the environment
 // supplies them exactly where training put them.
 #pragma once
@@ -38,6 +39,10 @@ struct SftConfig {
   // Share of self-evaluation records whose newest step is corrupted (a wrong operation or a
   // wrong result), so that the scores 1 and 3 both occur.
   int64_t corrupt_percent = 40;
+  // What a tool trajectory shows between the result markers: "reasoned" is what envs/coger's
+  // CoTool inserts (CogER App. B.2: the model's own reading of the tool output, taught by the
+  // reason_in_tool records), "raw" the tool output itself.
+  std::string tool_results = "reasoned";
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -46,11 +51,14 @@ struct SftConfig {
              .choices = {"random", "true"}});
     v.Field("corrupt_percent", corrupt_percent,
             {.doc = "self-evaluation records with a corrupted newest step", .min = 0, .max = 100});
+    v.Field("tool_results", tool_results,
+            {.doc = "between the result markers: reasoned (CoTool's reading) or raw (tool output)",
+             .choices = {"reasoned", "raw"}});
   }
 };
 
-// direct, cot, tool, route, self_eval, refine, reason_step, has_answer, final, decompose,
-// solve_subtask, summarize, plans, choose_plan, numbered.
+// direct, cot, tool, reason_in_tool, route, self_eval, refine, reason_step, has_answer, final,
+// decompose, solve_subtask, summarize, plans, choose_plan, numbered.
 std::vector<std::string> SftFormats();
 
 // The records of every enabled format that applies to `item`.

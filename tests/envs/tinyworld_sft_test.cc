@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include "core/atomic_file.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/tinyworld/formats.h"
 #include "tests/envs/tinyworld_test_world.h"
@@ -26,6 +27,13 @@ std::vector<const SftRecord*> Records(const std::string& format) {
     if (r.format == format) out.push_back(&r);
   }
   return out;
+}
+
+std::string FullQuestion(const TaskItem& t) {
+  datasets::Example ex;
+  ex.question = t.question;
+  ex.options = t.choices;
+  return ex.PromptText();
 }
 
 std::vector<std::string> Lines(const std::string& s) {
@@ -85,11 +93,66 @@ TEST(TinyWorldSftTest, ToolRecordsStopAtTheQueryAndNeverWriteResults) {
     EXPECT_EQ(r->prompt.find(kToolQueryOpen) == std::string::npos,
               r->prompt.find(kToolResultOpen) == std::string::npos);
   }
+  // Each segment continues the conversation exactly as CoTool builds it: the previous prompt
+  // and completion, then "\n<|begin_tool_result|> ... <|end_tool_result|>\n".
+  const SftRecord* previous = nullptr;
+  for (const SftRecord* r : Records("tool")) {
+    if (previous != nullptr && previous->item_id == r->item_id) {
+      const std::string so_far = previous->prompt + previous->completion;
+      ASSERT_EQ(r->prompt.substr(0, so_far.size()), so_far) << r->item_id;
+      EXPECT_EQ(r->prompt.substr(so_far.size(), kToolResultOpen.size() + 1),
+                "\n" + std::string(kToolResultOpen))
+          << r->item_id;
+      EXPECT_TRUE(r->prompt.ends_with(std::string(kToolResultClose) + "\n")) << r->item_id;
+    } else {
+      EXPECT_EQ(r->prompt, Prompt(FullQuestion(*items.at(r->item_id)), "", kAskTool));
+    }
+    previous = r;
+  }
   for (const auto& [id, item] : items) {
     int expected = 0;
     for (const SolutionStep& s : item->steps) expected += s.uses_tool();
     EXPECT_EQ(queries[id], expected) << id;
   }
+}
+
+TEST(TinyWorldSftTest, ToolOutputsAreReadBeforeTheyJoinTheChain) {
+  const auto items = ItemsById();
+  size_t n = 0;
+  for (const SftRecord* r : Records("reason_in_tool")) {
+    ++n;
+    const auto steps = items.at(r->item_id)->AllSteps();
+    // The reading is the reference step after the tool call, and the raw output is in the prompt.
+    bool found = false;
+    for (size_t i = 0; i + 1 < steps.size(); ++i) {
+      if (steps[i].uses_tool() && r->completion == steps[i + 1].text) {
+        found = found || r->prompt.find(std::string(kToolOutputLine) + steps[i].tool_result) !=
+                             std::string::npos;
+      }
+    }
+    EXPECT_TRUE(found) << r->item_id << ": " << r->completion;
+  }
+  EXPECT_GT(n, 50u);
+  // Reasoned results (the default): a trajectory shows the reading, never the raw page.
+  for (const SftRecord* r : Records("tool")) {
+    for (const SolutionStep& s : items.at(r->item_id)->steps) {
+      if (s.uses_tool() && s.tool_result.size() > 40) {
+        EXPECT_EQ(r->prompt.find(s.tool_result), std::string::npos) << r->item_id;
+      }
+    }
+  }
+  TinyWorldConfig c = SmallConfig();
+  c.sft.tool_results = "raw";
+  c.sft.formats = {"tool"};
+  c.buckets = {"fact"};
+  auto w = GenerateTinyWorld(c);
+  ASSERT_TRUE(w.ok());
+  size_t raw = 0;
+  for (const SftRecord& r : w->sft) {
+    raw += r.prompt.find(" was born in ") != std::string::npos &&
+           r.prompt.find(" keeps ") != std::string::npos;
+  }
+  EXPECT_GT(raw, 0u);
 }
 
 TEST(TinyWorldSftTest, RouterRecordsCarryOneLevelTag) {
@@ -203,6 +266,47 @@ TEST(TinyWorldSftTest, LogicBlocksUseRLoTMarkers) {
   }
   for (const SftRecord* r : Records("has_answer")) {
     EXPECT_TRUE(r->completion == "yes" || r->completion == "no");
+  }
+}
+
+// configs/prompts/tinyworld/coger renders the prompts the SFT data taught.
+TEST(TinyWorldSftTest, CogerPromptTemplatesRenderTheTrainedPrompts) {
+  auto render = [](const std::string& name, const std::map<std::string, std::string>& values) {
+    std::string text;
+    const std::string path =
+        std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/tinyworld/coger/" + name + ".txt";
+    EXPECT_TRUE(ReadFile(path, &text).ok()) << path;
+    for (const auto& [key, value] : values) {
+      const std::string slot = "{{" + key + "}}";
+      for (size_t at = text.find(slot); at != std::string::npos; at = text.find(slot, at)) {
+        text.replace(at, slot.size(), value);
+        at += value.size();
+      }
+    }
+    return text;
+  };
+  const auto items = ItemsById();
+  const std::map<std::string, std::vector<std::string>> templates = {
+      {"route", {"router"}},
+      {"direct", {"l1_direct"}},
+      {"cot", {"l2_cot", "l3_reasoning"}},
+      {"tool", {"cotool"}}};
+  for (const auto& [format, names] : templates) {
+    const SftRecord* r = Records(format).front();
+    for (const auto& name : names) {
+      const std::string q = FullQuestion(*items.at(r->item_id));
+      EXPECT_TRUE(r->prompt.starts_with(render(name, {{"question", q}}))) << name;
+      EXPECT_EQ(render(name, {{"question", q}}).back(), '\n') << name;
+    }
+  }
+  const SftRecord* r = Records("reason_in_tool").front();
+  for (const SolutionStep& s : items.at(r->item_id)->steps) {
+    if (!s.uses_tool()) continue;
+    EXPECT_EQ(render("reason_in_tool", {{"question", FullQuestion(*items.at(r->item_id))},
+                                        {"tool_query", s.tool_query},
+                                        {"tool_output", s.tool_result}}),
+              r->prompt);
+    break;
   }
 }
 
