@@ -19,6 +19,7 @@
 #include "rollout/config.h"
 #include "trainer/dqn/dqn_config.h"
 #include "trainer/grpo/grpo_config.h"
+#include "trainer/sft/sft_config.h"
 #include "trainer/trainer_config.h"
 
 namespace allot::apps {
@@ -42,6 +43,7 @@ struct AllotConfig {
   trainer::TrainerConfig trainer;
   trainer::DqnConfig dqn;
   trainer::GrpoConfig grpo;
+  trainer::SftConfig sft;
   models::ModelConfig model;
   EnvSection env;
   std::vector<llm::EndpointConfig> endpoints;
@@ -60,6 +62,7 @@ struct AllotConfig {
     v.Field("trainer", trainer);
     v.Field("dqn", dqn);
     v.Field("grpo", grpo);
+    v.Field("sft", sft, {.doc = "supervised fine-tuning (trainer.algorithm: sft, `allot sft`)"});
     v.Field("model", model, {.doc = "the local policy model (HF directory) for GRPO/SFT"});
     v.Field("env", env);
     v.Field("endpoints", endpoints, {.doc = "LLM endpoints by logical name (OpenAI-compatible)"});

@@ -8,6 +8,7 @@
 #include "apps/allot_config.h"
 #include "apps/commands.h"
 #include "apps/engines.h"
+#include "core/config/node.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
 #include "trainer/dqn/navigator_eval.h"
@@ -62,6 +63,29 @@ int Train(const TrainArgs& a) {
   auto loaded = LoadConfig(a.config, overrides);
   if (!loaded.ok()) return Fail("train", loaded.status());
   return StartRun("train", *loaded, /*resume=*/false);
+}
+
+// `allot sft -c RECIPE`: `allot train` with trainer.algorithm forced to sft. A recipe that names
+// another algorithm is refused rather than silently retargeted.
+int Sft(const TrainArgs& a) {
+  auto raw = config::LoadFile(a.config);
+  if (!raw.ok()) return Fail("sft", raw.status());
+  if (const config::ConfigNode* t = raw->Find("trainer"); t != nullptr) {
+    if (const config::ConfigNode* alg = t->Find("algorithm");
+        alg != nullptr && alg->is_scalar() && alg->scalar() != "sft") {
+      return Fail("sft", InvalidArgument(alg->origin().ToString() + ": trainer.algorithm is " +
+                                         alg->scalar() + "; `allot sft` runs sft recipes"));
+    }
+  }
+  std::vector<std::string> overrides = a.overrides;
+  overrides.insert(overrides.begin(), "trainer.algorithm=sft");
+  if (!a.name.empty()) overrides.push_back("run.name=" + a.name);
+  auto loaded = LoadConfig(a.config, overrides);
+  if (!loaded.ok()) return Fail("sft", loaded.status());
+  if (loaded->config.trainer.algorithm != "sft") {
+    return Fail("sft", InvalidArgument("--set trainer.algorithm: `allot sft` runs sft only"));
+  }
+  return StartRun("sft", *loaded, /*resume=*/false);
 }
 
 int Resume(const ResumeArgs& a) {
@@ -136,10 +160,15 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   r->add_option("--set", resume->overrides, "dotted override applied on top of the run's config");
   r->callback([=] { *exit_code = Resume(*resume); });
 
-  auto sink = std::make_shared<std::vector<std::string>>();
-  CLI::App* sft = app.add_subcommand("sft", "Supervised fine-tuning (cold start) of a policy");
-  sft->add_option("-c,--config", *sink, "recipe YAML");
-  sft->callback([=] { *exit_code = NotLanded("sft", "the SFT trainer"); });
+  auto sft_args = std::make_shared<TrainArgs>();
+  CLI::App* sft = app.add_subcommand(
+      "sft", "Supervised fine-tuning of a policy (train with trainer.algorithm: sft)");
+  sft->add_option("-c,--config", sft_args->config, "recipe YAML (configs/sft*.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sft->add_option("--set", sft_args->overrides, "dotted override, e.g. --set sft.optim.lr=1e-4");
+  sft->add_option("--name", sft_args->name, "run name (shortcut for --set run.name=NAME)");
+  sft->callback([=] { *exit_code = Sft(*sft_args); });
 
   auto ev = std::make_shared<EvalArgs>();
   CLI::App* eval = app.add_subcommand(

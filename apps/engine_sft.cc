@@ -1,0 +1,119 @@
+// The sft engine: supervised fine-tuning of a CausalLM from JSONL (trainer/sft/sft_trainer.h),
+// for `allot sft -c RECIPE` and `allot train` with trainer.algorithm: sft. The trained model
+// goes to <run>/model (full fine-tuning: a Hugging Face directory) or <run>/adapter (LoRA, PEFT
+// format); checkpoints also hold policy/ for `allot export`.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <set>
+
+#include "apps/commands.h"
+#include "apps/engines.h"
+#include "core/config/node.h"
+#include "core/metrics_writer.h"
+#include "core/progress_bar.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/sft/sft_trainer.h"
+
+namespace allot::apps {
+
+namespace {
+
+// Configs fail loudly (issue 12 part 9): a section the sft engine does not read is an error
+// naming it and where it was set. Checked on the recipe as written (a resumed run's config.yaml
+// is the resolved config, which lists every section).
+Status CheckSftSections(const std::string& source) {
+  auto root = config::LoadFile(source);
+  if (!root.ok()) return root.status();
+  static const std::set<std::string> kRead = {"run",     "logging", "checkpoint",
+                                              "trainer", "model",   "sft"};
+  std::string errors;
+  for (const auto& [key, node] : root->entries()) {
+    if (key == "include") continue;
+    if (kRead.count(key) == 0) {
+      errors += "\n  " + node.origin().ToString() + ": section '" + key +
+                "' is not read by the sft engine (trainer.algorithm: sft)";
+    }
+  }
+  const config::ConfigNode* sft = root->Find("sft");
+  const config::ConfigNode* epochs = sft == nullptr ? nullptr : sft->Find("epochs");
+  const config::ConfigNode* trainer = root->Find("trainer");
+  const config::ConfigNode* steps = trainer == nullptr ? nullptr : trainer->Find("total_steps");
+  if (epochs != nullptr && steps != nullptr && epochs->is_scalar() && epochs->scalar() != "0") {
+    errors += "\n  " + steps->origin().ToString() +
+              ": trainer.total_steps has no effect while sft.epochs is set (" +
+              epochs->origin().ToString() + ")";
+  }
+  if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
+  return Status::Ok();
+}
+
+int Fail(const Status& s) {
+  std::cerr << "allot sft: " << s.message() << "\n";
+  return kExitError;
+}
+
+}  // namespace
+
+int RunSftEngine(RunContext& ctx) {
+  const AllotConfig& cfg = ctx.loaded.config;
+  if (!ctx.resume) {
+    if (Status s = CheckSftSections(ctx.loaded.source); !s.ok()) return Fail(s);
+  }
+  // One learner process for now: ranks of `--nproc` would each train the whole run and write
+  // the same checkpoints.
+  auto comm = trainer::comm::ProcessCommunicator();
+  if (!comm.ok()) return Fail(comm.status());
+  if ((*comm)->distributed()) {
+    return Fail(InvalidArgument("the sft engine trains in one learner process (WORLD_SIZE=" +
+                                std::to_string((*comm)->world_size()) +
+                                "); run it without --nproc"));
+  }
+  trainer::SftRunOptions options;
+  options.sft = cfg.sft;
+  options.model = cfg.model;
+  options.total_steps = cfg.trainer.total_steps;
+  options.seed = static_cast<uint64_t>(cfg.run.seed);
+  options.checkpoint_dir = ctx.run.checkpoints_dir();
+  options.checkpoint_every = cfg.checkpoint.every;
+  options.keep_last = cfg.checkpoint.keep_last;
+  options.log_every = cfg.logging.log_every;
+
+  auto trainer = trainer::SftTrainer::Create(options);
+  if (!trainer.ok()) return Fail(trainer.status());
+  const trainer::SftDataset& data = (*trainer)->dataset();
+  spdlog::info(
+      "sft data {}: {} examples, {} tokens ({} trained); {} truncated, {} dropped, {} "
+      "bad lines skipped",
+      data.path, data.examples.size(), data.tokens, data.loss_tokens, data.truncated, data.dropped,
+      data.skipped);
+  for (const auto& m : data.skipped_messages) spdlog::warn("skipped {}", m);
+
+  if (ctx.resume) {
+    auto step = (*trainer)->Resume();
+    if (!step.ok()) return Fail(step.status().Annotate("resume"));
+    if ((*trainer)->finished()) {
+      std::cout << "run '" << cfg.run.name << "' is already finished (step " << *step << " of "
+                << (*trainer)->total_steps() << "); nothing to do\n";
+      return kExitOk;
+    }
+    spdlog::info("resumed at step {} of {}", *step, (*trainer)->total_steps());
+  }
+  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
+                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
+  if (!metrics.ok()) return Fail(metrics.status());
+  std::unique_ptr<ProgressBar> bar;
+  if (cfg.logging.progress_bar) {
+    bar = std::make_unique<ProgressBar>((*trainer)->total_steps(), "sft steps", stderr);
+  }
+  auto summary = (*trainer)->Run(metrics->get(), bar.get());
+  if (!summary.ok()) return Fail(summary.status());
+  const std::string out = ctx.run.path() + ((*trainer)->lora() ? "/adapter" : "/model");
+  if (Status s = (*trainer)->SaveModel(out); !s.ok()) return Fail(s);
+  spdlog::info("done: {} steps, loss {:.4f} -> {:.4f}, {:.0f} tokens/s; {} written to {}",
+               summary->steps, summary->first_loss, summary->last_loss, summary->tokens_per_s,
+               (*trainer)->lora() ? "adapter" : "model", out);
+  return kExitOk;
+}
+
+}  // namespace allot::apps
