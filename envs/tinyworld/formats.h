@@ -51,29 +51,18 @@ inline constexpr std::string_view kPlanPrefix = "### Plan";
 inline constexpr std::string_view kPromisingPlan = "The most promising plan is Plan";
 inline constexpr std::string_view kSummaryPrefix = "Summary: ";
 
-// The one-line instructions that name each task (the last line of a prompt).
+// The one-line instructions that name each task (the last line of a prompt). RLoT's block
+// prompts are templates of their own: rlot_templates.h.
 inline constexpr std::string_view kAskDirect = "Answer directly.";
 inline constexpr std::string_view kAskChainOfThought = "Think step by step.";
 inline constexpr std::string_view kAskRoute = "Classify the level L1-L4.";
 inline constexpr std::string_view kAskTool = "Think step by step; use a tool when needed.";
-inline constexpr std::string_view kAskSelfEval = "Evaluate the newest step.";
-inline constexpr std::string_view kAskReasonStep = "Reason one step.";
-inline constexpr std::string_view kAskRefine = "Refine the newest step.";
-inline constexpr std::string_view kAskDecompose = "Break the problem into subtasks.";
-inline constexpr std::string_view kAskSolveSubtask = "Solve the next subtask.";
-inline constexpr std::string_view kAskSummarize = "Summarize the subtasks.";
-inline constexpr std::string_view kAskPlans = "Propose three plans.";
-inline constexpr std::string_view kAskChoosePlan = "Choose the most promising plan.";
-inline constexpr std::string_view kAskFinal = "Give the final answer.";
-inline constexpr std::string_view kAskHasAnswer = "Is the final answer reached? yes or no.";
 inline constexpr std::string_view kAskNumberedSubtasks = "List the subtasks, numbered.";
 // CoTool's reading of a tool output (CogER App. B.2 task instruction), and the context lines
 // of its prompt: "Tool query: ..." and "Tool output: ...".
 inline constexpr std::string_view kAskReadTool = "Say what the tool output tells.";
 inline constexpr std::string_view kToolQueryLine = "Tool query: ";
 inline constexpr std::string_view kToolOutputLine = "Tool output: ";
-// Header of the reasoning so far inside a prompt.
-inline constexpr std::string_view kSoFar = "Reasoning so far:";
 
 // "<question>\n[<context>\n]<instruction>\n": the layout of every tiny-world prompt.
 std::string Prompt(std::string_view question, std::string_view context,

@@ -6,6 +6,7 @@
 
 #include "envs/datasets/example.h"
 #include "envs/tinyworld/formats.h"
+#include "envs/tinyworld/rlot_templates.h"
 
 namespace allot::envs::tinyworld {
 namespace {
@@ -36,12 +37,14 @@ std::string StepLines(const std::vector<SolutionStep>& steps, size_t k) {
   return out;
 }
 
-// "Reasoning so far:\n<lines>" without the final newline; empty for k = 0.
-std::string SoFar(const std::vector<SolutionStep>& steps, size_t k) {
-  if (k == 0) return "";
-  std::string lines = StepLines(steps, k);
-  lines.pop_back();
-  return std::string(kSoFar) + "\n" + lines;
+// {steps} as the RLoT env fills it: "Step i: <text>" lines of the first k steps, or
+// "(none yet)".
+std::string RlotSteps(const std::vector<SolutionStep>& steps, size_t k) {
+  if (k == 0) return "(none yet)";
+  std::string out;
+  for (size_t i = 0; i < k; ++i)
+    out += (i ? "\n" : "") + StepLine(static_cast<int>(i) + 1, steps[i].text);
+  return out;
 }
 
 std::string SubtaskList(const std::vector<SolutionStep>& steps) {
@@ -140,10 +143,6 @@ std::string SelfEvaluation(size_t k, size_t n, bool computes, bool model_error, 
 const std::vector<std::string> kBadArithmeticPlans = {
     "Guess the answer from the size of the numbers.", "Answer with the first number given.",
     "Count up one by one from zero.", "Repeat the question in other words."};
-const std::vector<std::string> kBadFactPlans = {
-    "Guess a likely answer.", "Answer with a name that sounds right.",
-    "Compute a number from the words of the question.", "Repeat the question in other words."};
-
 }  // namespace
 
 nlohmann::json SftRecord::ToJson() const {
@@ -153,7 +152,7 @@ nlohmann::json SftRecord::ToJson() const {
 std::vector<std::string> SftFormats() {
   return {"direct",    "cot",         "tool",        "reason_in_tool", "route",     "self_eval",
           "refine",    "reason_step", "has_answer",  "final",          "decompose", "solve_subtask",
-          "summarize", "plans",       "choose_plan", "numbered"};
+          "summarize", "plans",       "choose_plan", "follow_plan",    "numbered"};
 }
 
 Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftConfig& config,
@@ -234,80 +233,103 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
         config.route_labels == "true" ? item.min_level : static_cast<int>(rng.Range(1, 4));
     add("route", "", kAskRoute, level == 1 ? item.answer + " " + LevelTag(1) : LevelTag(level));
   }
-  if ((on("self_eval") || on("refine")) && n > 0) {
-    // RLoT Table 1 state and the Refine block (App. K.2) on the same prefix: the newest step
-    // is either the reference or a corrupted copy of it.
+  if (n >= 2 && on("numbered")) {
+    // R2-Reasoner's decomposition: numbered subtasks.
+    std::string lines;
+    for (size_t i = 0; i < n; ++i) {
+      lines += NumberedLine(static_cast<int>(i) + 1, steps[i].subtask) + (i + 1 < n ? "\n" : "");
+    }
+    add("numbered", "", kAskNumberedSubtasks, lines);
+  }
+  // RLoT (App. K.2): every record is one of the env's template calls, rendered from the tiny
+  // world's templates (rlot_templates.h) with the values the env would fill in. The navigator
+  // works without tools, so items that need one get none of these.
+  if (n == 0 || tool) return out;
+  auto rlot = [&](const char* format, const RlotTemplate& t, size_t k,
+                  std::map<std::string, std::string> vars, std::string completion) {
+    vars["question"] = q;
+    if (!vars.count("steps")) vars["steps"] = RlotSteps(steps, k);
+    out.push_back({FillRlot(t.text, vars), std::move(completion), format, item.id});
+  };
+  if (on("self_eval") || on("refine")) {
+    // RLoT Table 1 state and the Refine block on the same prefix: the newest step is either
+    // the reference or a corrupted copy of it.
     const size_t k = static_cast<size_t>(rng.Range(1, static_cast<int64_t>(n)));
     std::vector<SolutionStep> shown(steps.begin(), steps.begin() + static_cast<ptrdiff_t>(k));
     const Corruption bad = Corrupt(shown.back().text, config.corrupt_percent, rng);
     if (bad.kind != Corruption::kNone) shown.back().text = bad.text;
+    const std::map<std::string, std::string> vars = {{"steps", RlotSteps(shown, k)},
+                                                     {"last_step", shown.back().text}};
     if (on("self_eval")) {
-      add("self_eval", SoFar(shown, k), kAskSelfEval,
-          SelfEvaluation(k, n, bad.computes, bad.kind == Corruption::kModel,
-                         bad.kind == Corruption::kCalculation, bad.reason));
+      rlot("self_eval", kRlotSelfEvaluate, k, vars,
+           SelfEvaluation(k, n, bad.computes, bad.kind == Corruption::kModel,
+                          bad.kind == Corruption::kCalculation, bad.reason));
     }
     if (on("refine") && bad.kind != Corruption::kNone) {
-      add("refine", SoFar(shown, k), kAskRefine, StepLine(static_cast<int>(k), steps[k - 1].text));
+      rlot("refine", kRlotRefine, k, vars, steps[k - 1].text);  // rewritten in place
     }
   }
-  if (n > 0 && !tool) {
-    if (on("reason_step")) {
-      const size_t k = rng.Below(n);
-      add("reason_step", SoFar(steps, k), kAskReasonStep,
-          StepLine(static_cast<int>(k) + 1, steps[k].text));
-    }
-    if (on("has_answer")) {
-      const size_t k = static_cast<size_t>(rng.Range(1, static_cast<int64_t>(n)));
-      add("has_answer", SoFar(steps, k), kAskHasAnswer, k == n ? "yes" : "no");
-    }
-    if (on("final")) add("final", SoFar(steps, n), kAskFinal, final_answer);
+  if (on("reason_step")) {
+    const size_t k = rng.Below(n);
+    rlot("reason_step", kRlotReason, k, {}, steps[k].text);
   }
+  if (on("has_answer")) {
+    const size_t k = static_cast<size_t>(rng.Range(1, static_cast<int64_t>(n)));
+    rlot("has_answer", kRlotFinishCheck, k, {}, k == n ? "yes" : "no");
+  }
+  if (on("final")) rlot("final", kRlotTerminate, n, {}, final_answer);
   if (n >= 2) {
-    if (on("decompose")) add("decompose", "", kAskDecompose, SubtaskList(steps));
-    if (on("numbered")) {
-      std::string lines;
-      for (size_t i = 0; i < n; ++i) {
-        lines += NumberedLine(static_cast<int>(i) + 1, steps[i].subtask) + (i + 1 < n ? "\n" : "");
+    // Decompose: (a) list, (b) solve each with the earlier results, (c) summarize; only the
+    // summary joins the chain, so the decomposition starts from an empty chain here.
+    std::string listing, results;
+    for (size_t i = 0; i < n; ++i) {
+      listing +=
+          "Subtask" + std::to_string(i + 1) + ": " + steps[i].subtask + (i + 1 < n ? "\n" : "");
+    }
+    if (on("decompose")) rlot("decompose", kRlotDecomposeList, 0, {}, SubtaskList(steps));
+    const size_t solve = rng.Below(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (on("solve_subtask") && i == solve) {
+        rlot("solve_subtask", kRlotDecomposeSolve, 0,
+             {{"subtasks", listing},
+              {"subtask", steps[i].subtask},
+              {"results", results.empty() ? "(none yet)" : results}},
+             steps[i].text);
       }
-      add("numbered", "", kAskNumberedSubtasks, lines);
+      results += (results.empty() ? "" : "\n") + std::string("Subtask") + std::to_string(i + 1) +
+                 ": " + steps[i].subtask + "\nResult: " + steps[i].text;
     }
-    if (!tool && on("solve_subtask")) {
-      // RLoT Decompose (b): subtasks in turn, later ones seeing the earlier results.
-      const size_t k = rng.Below(n);
-      std::string context = SubtaskList(steps);
-      if (k > 0) context += "\n" + SoFar(steps, k);
-      add("solve_subtask", context, kAskSolveSubtask,
-          StepLine(static_cast<int>(k) + 1, steps[k].text));
-    }
-    if (!tool && on("summarize")) {
-      // RLoT Decompose (c): only the summary joins the chain.
+    if (on("summarize")) {
       std::string summary(kSummaryPrefix);
       for (size_t i = 0; i < n; ++i) summary += steps[i].text + (i + 1 < n ? "; " : "");
-      add("summarize", SubtaskList(steps) + "\n" + SoFar(steps, n), kAskSummarize,
-          summary + ". So the answer is " + item.answer + ".");
+      rlot("summarize", kRlotDecomposeSummarize, 0, {{"results", results}},
+           summary + ". So the answer is " + item.answer + ".");
     }
   }
-  if (n > 0 && (on("plans") || on("choose_plan"))) {
-    // RLoT Debate: three plans, one of which is the reference's next subtask.
+  if (on("plans") || on("choose_plan") || on("follow_plan")) {
+    // Debate: three plans, one of which is the reference's next subtask; compare; one step
+    // along the chosen plan.
     const size_t k = rng.Below(n);
-    const auto& bad = item.kind == "fact" ? kBadFactPlans : kBadArithmeticPlans;
     std::vector<std::string> plans = {steps[k].subtask};
     std::vector<size_t> order = {0, 1, 2, 3};
     rng.Shuffle(order);
-    plans.push_back(bad[order[0]]);
-    plans.push_back(bad[order[1]]);
+    plans.push_back(kBadArithmeticPlans[order[0]]);
+    plans.push_back(kBadArithmeticPlans[order[1]]);
     rng.Shuffle(plans);
     const size_t best = std::find(plans.begin(), plans.end(), steps[k].subtask) - plans.begin();
-    std::string plan_lines;
+    std::string proposed, listing;
     for (size_t i = 0; i < 3; ++i) {
-      plan_lines += PlanLine(static_cast<int>(i) + 1, plans[i]) + (i < 2 ? "\n" : "");
+      proposed += PlanLine(static_cast<int>(i) + 1, plans[i]) + (i < 2 ? "\n" : "");
+      listing += "Plan" + std::to_string(i + 1) + ": " + plans[i] + (i < 2 ? "\n" : "");
     }
-    const std::string so_far = SoFar(steps, k);
-    if (on("plans")) add("plans", so_far, kAskPlans, plan_lines);
+    if (on("plans")) rlot("plans", kRlotDebatePlans, k, {}, proposed);
     if (on("choose_plan")) {
-      add("choose_plan", so_far.empty() ? plan_lines : so_far + "\n" + plan_lines, kAskChoosePlan,
-          PromisingPlanLine(static_cast<int>(best) + 1, "the next step toward the answer is to " +
-                                                            LowerFirst(steps[k].subtask)));
+      rlot("choose_plan", kRlotDebateCompare, k, {{"plans", listing}},
+           PromisingPlanLine(static_cast<int>(best) + 1, "the next step toward the answer is to " +
+                                                             LowerFirst(steps[k].subtask)));
+    }
+    if (on("follow_plan")) {
+      rlot("follow_plan", kRlotDebateExecute, k, {{"plan", steps[k].subtask}}, steps[k].text);
     }
   }
   return out;

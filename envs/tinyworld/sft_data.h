@@ -57,7 +57,8 @@ struct SftConfig {
   }
 };
 
-// direct, cot, tool, reason_in_tool, route, self_eval, refine, reason_step, has_answer, final,
+// direct, cot, tool, reason_in_tool, route, self_eval, refine, reason_step,
+// follow_plan, has_answer, final,
 // decompose, solve_subtask, summarize, plans, choose_plan, numbered.
 std::vector<std::string> SftFormats();
 

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/tinyworld/formats.h"
+#include "envs/tinyworld/rlot_templates.h"
 #include "tests/envs/tinyworld_test_world.h"
 
 namespace allot::envs::tinyworld {
@@ -220,12 +221,38 @@ TEST(TinyWorldSftTest, RefineRestoresTheReferenceStep) {
   for (const SftRecord* r : Records("refine")) {
     const auto steps = items.at(r->item_id)->AllSteps();
     bool found = false;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      found = found || r->completion == StepLine(static_cast<int>(i) + 1, steps[i].text);
-    }
+    for (const SolutionStep& s : steps) found = found || r->completion == s.text;
     EXPECT_TRUE(found) << r->completion;
-    EXPECT_NE(Lines(r->prompt).end()[-3], r->completion) << "nothing to refine";
+    // The newest step shown is wrong: it is not the completion.
+    const std::string newest = Lines(r->prompt).end()[-3];
+    EXPECT_NE(newest.substr(newest.find(": ") + 2), r->completion) << "nothing to refine";
   }
+  for (const SftRecord* r : Records("follow_plan")) {
+    bool found = false;
+    for (const SolutionStep& s : items.at(r->item_id)->AllSteps()) {
+      found = found || (r->completion == s.text && r->prompt.find("Follow the plan: " + s.subtask +
+                                                                  "\n") != std::string::npos);
+    }
+    EXPECT_TRUE(found) << r->prompt << r->completion;
+  }
+}
+
+// configs/prompts/tinyworld/rlot holds the templates the RLoT records were rendered from.
+TEST(TinyWorldSftTest, RlotTemplateFilesAreTheTrainedTemplates) {
+  for (const RlotTemplate& t : kRlotTemplates) {
+    std::string text;
+    const std::string path = std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/tinyworld/rlot/" +
+                             std::string(t.name) + ".txt";
+    ASSERT_TRUE(ReadFile(path, &text).ok()) << path;
+    EXPECT_EQ(text, t.text) << path;
+  }
+  // An empty chain reads "(none yet)", as the env writes it.
+  bool first_step = false;
+  for (const SftRecord* r : Records("reason_step")) {
+    first_step =
+        first_step || r->prompt.find("Reasoning so far:\n(none yet)\n") != std::string::npos;
+  }
+  EXPECT_TRUE(first_step);
 }
 
 TEST(TinyWorldSftTest, LogicBlocksUseRLoTMarkers) {
@@ -249,11 +276,11 @@ TEST(TinyWorldSftTest, LogicBlocksUseRLoTMarkers) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r->completion, m,
                                   std::regex("^The most promising plan is Plan([1-3]): ")));
-    const std::string plan_line = std::string(kPlanPrefix) + m[1].str() + ": ";
+    const std::string plan_line = "\nPlan" + m[1].str() + ": ";
     const size_t at = r->prompt.find(plan_line);
     ASSERT_NE(at, std::string::npos);
-    const std::string plan =
-        r->prompt.substr(at + plan_line.size(), r->prompt.find('\n', at) - at - plan_line.size());
+    const std::string plan = r->prompt.substr(at + plan_line.size(),
+                                              r->prompt.find('\n', at + 1) - at - plan_line.size());
     bool is_reference = false;
     for (const SolutionStep& s : items.at(r->item_id)->AllSteps()) {
       is_reference = is_reference || s.subtask == plan;
