@@ -107,7 +107,7 @@ Corruption Corrupt(const std::string& step, int64_t percent, SplitMix64& rng) {
     const char wrong_op = op == '*' ? '+' : (op == '+' ? '*' : '+');
     out.kind = Corruption::kModel;
     out.text = Eq(a, wrong_op, b, Apply(a, wrong_op, b));
-    out.reason = std::string("the step should use ") + op + ", not " + wrong_op;
+    out.reason = std::string("use ") + op + ", not " + wrong_op;
   }
   return out;
 }
@@ -119,22 +119,17 @@ std::string SelfEvaluation(size_t k, size_t n, bool computes, bool model_error, 
   const bool ok = !model_error && !calc_error;
   const size_t left = n - k;
   std::vector<std::string> lines = {
-      SelfEvalLine("A1", model_error ? 1 : 3,
-                   model_error ? reason : "the step does what the question needs"),
-      SelfEvalLine("A2", 3, "the step is stated clearly"),
-      computes
-          ? SelfEvalLine("A3", calc_error ? 1 : 3, calc_error ? reason : "the arithmetic is right")
-          : SelfEvalLine("A3", 0, "no arithmetic in this step"),
+      SelfEvalLine("A1", model_error ? 1 : 3, model_error ? reason : "right operation"),
+      SelfEvalLine("A2", 3, "clear"),
+      computes ? SelfEvalLine("A3", calc_error ? 1 : 3, calc_error ? reason : "right result")
+               : SelfEvalLine("A3", 0, "no arithmetic"),
       // B1 True = the answer is still far (RLoT Table 1 as configs/prompts/rlot words it).
       SelfEvalLine("B1", left >= 2 ? 3 : (left == 1 ? 2 : 1),
-                   left == 0 ? "nothing is left to do"
-                             : (left == 1 ? "one step is left" : N(left) + " steps are left")),
-      SelfEvalLine("B2", ok ? 1 : 3,
-                   ok ? "no other method is needed" : "the step should be redone"),
+                   left == 0 ? "done" : (left == 1 ? "one step left" : N(left) + " steps left")),
+      SelfEvalLine("B2", ok ? 1 : 3, ok ? "not needed" : "redo the step"),
       SelfEvalLine("C1", !ok ? 1 : (left == 0 ? 3 : (left == 1 ? 2 : 1)),
-                   !ok ? "a wrong step moves away from the answer"
-                       : (left == 0 ? "the answer is reached" : "the answer is not reached yet")),
-      SelfEvalLine("C2", 3, "the step is complete")};
+                   !ok ? "wrong step" : (left == 0 ? "answer reached" : "not yet")),
+      SelfEvalLine("C2", 3, "complete")};
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\n" : "");
   return out;
@@ -324,9 +319,9 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
     }
     if (on("plans")) rlot("plans", kRlotDebatePlans, k, {}, proposed);
     if (on("choose_plan")) {
-      rlot("choose_plan", kRlotDebateCompare, k, {{"plans", listing}},
-           PromisingPlanLine(static_cast<int>(best) + 1, "the next step toward the answer is to " +
-                                                             LowerFirst(steps[k].subtask)));
+      rlot(
+          "choose_plan", kRlotDebateCompare, k, {{"plans", listing}},
+          PromisingPlanLine(static_cast<int>(best) + 1, "it will " + LowerFirst(steps[k].subtask)));
     }
     if (on("follow_plan")) {
       rlot("follow_plan", kRlotDebateExecute, k, {{"plan", steps[k].subtask}}, steps[k].text);

@@ -212,8 +212,13 @@ Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig
     }
   }
   std::map<std::string, int64_t> formats;
-  for (const SftRecord& r : world.sft) ++formats[r.format];
+  size_t longest = 0;  // bytes = byte-tokenizer tokens: what max_seq_len must hold (plus EOS)
+  for (const SftRecord& r : world.sft) {
+    ++formats[r.format];
+    longest = std::max(longest, r.prompt.size() + r.completion.size());
+  }
   manifest["sft_formats"] = formats;
+  manifest["sft_longest_record_bytes"] = longest;
   const std::string text = manifest.dump(2) + "\n";
   ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/manifest.json", text));
   return text;
