@@ -50,7 +50,7 @@ std::optional<double> TokenLogprob(const json& alternatives, const std::string& 
 }  // namespace
 
 Result<PrmPrompt> BuildPrmPrompt(const std::string& question, const std::vector<std::string>& steps,
-                                 const PrmRewardConfig& config) {
+                                 const PrmRewardConfig& config, const TokenCounter& count_tokens) {
   if (steps.empty()) return InvalidArgument("PRM input: no steps");
   std::vector<std::string> lines;
   lines.reserve(steps.size());
@@ -58,32 +58,75 @@ Result<PrmPrompt> BuildPrmPrompt(const std::string& question, const std::vector<
     std::string text = OneLine(RemoveAll(steps[i], config.step_tag));
     lines.push_back("Step " + std::to_string(i + 1) + ": " + text + " " + config.step_tag);
   }
-  std::string head = RemoveAll(question, config.step_tag) + " ";
-  // Keep the longest suffix of steps that fits.
-  size_t first = steps.size();
-  size_t length = head.size();
-  while (first > 0) {
-    size_t add = lines[first - 1].size() + (first == steps.size() ? 0 : 1);
-    if (length + add > static_cast<size_t>(config.max_prompt_chars) && first < steps.size()) {
-      break;
+  const std::string head = RemoveAll(question, config.step_tag) + " ";
+  auto render = [&](size_t first) {
+    PrmPrompt p;
+    p.first_step = first;
+    p.num_steps = steps.size() - first;
+    p.text = head;
+    for (size_t i = first; i < steps.size(); ++i) {
+      if (i > first) p.text += "\n";
+      p.text += lines[i];
     }
-    length += add;
-    --first;
+    return p;
+  };
+  PrmPrompt all = render(0);
+  if (!count_tokens || config.max_prompt_tokens <= 0) return all;
+  auto fits = [&](const PrmPrompt& p) -> Result<bool> {
+    ALLOT_ASSIGN_OR_RETURN(int64_t n, count_tokens(p.text));
+    return n <= config.max_prompt_tokens;
+  };
+  ALLOT_ASSIGN_OR_RETURN(bool whole, fits(all));
+  if (whole) return all;
+  // Dropping steps only shortens the prompt: find the smallest first step that fits.
+  size_t lo = 1, hi = steps.size() - 1;  // the answer lies in [lo, hi] if anything fits
+  bool last_fits = false;
+  if (hi >= lo) {
+    ALLOT_ASSIGN_OR_RETURN(last_fits, fits(render(hi)));
   }
-  if (length > static_cast<size_t>(config.max_prompt_chars)) {
-    return ResourceExhausted("PRM input: question and last step take " + std::to_string(length) +
-                             " characters, over max_prompt_chars " +
-                             std::to_string(config.max_prompt_chars));
+  if (!last_fits) {
+    return ResourceExhausted("PRM input: the question and the last step alone exceed " +
+                             std::string("max_prompt_tokens ") +
+                             std::to_string(config.max_prompt_tokens));
   }
-  PrmPrompt p;
-  p.first_step = first;
-  p.num_steps = steps.size() - first;
-  p.text = head;
-  for (size_t i = first; i < steps.size(); ++i) {
-    if (i > first) p.text += "\n";
-    p.text += lines[i];
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    ALLOT_ASSIGN_OR_RETURN(bool ok, fits(render(mid)));
+    if (ok) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
   }
-  return p;
+  return render(lo);
+}
+
+Result<std::vector<double>> ParsePoolingStepScores(const json& reply, size_t num_steps) {
+  if (!reply.is_object() || !reply.contains("data") || !reply["data"].is_array() ||
+      reply["data"].empty() || !reply["data"][0].is_object() ||
+      !reply["data"][0].contains("data") || !reply["data"][0]["data"].is_array()) {
+    return DataLoss("PRM pooling reply: no data[0].data (is the endpoint a step-pooling PRM?)");
+  }
+  const json& rows = reply["data"][0]["data"];
+  if (rows.size() < num_steps) {
+    return DataLoss("PRM pooling reply: " + std::to_string(rows.size()) +
+                    " step-tag rows, expected " + std::to_string(num_steps));
+  }
+  std::vector<double> probs;
+  for (size_t i = rows.size() - num_steps; i < rows.size(); ++i) {
+    const json& r = rows[i];
+    if (!r.is_array() || r.size() < 2 || !r[0].is_number() || !r[1].is_number()) {
+      return DataLoss("PRM pooling reply: data[0].data[" + std::to_string(i) +
+                      "] is not [P(+), P(-)]");
+    }
+    const double good = r[0].get<double>(), bad = r[1].get<double>();
+    if (!(good >= 0) || !(bad >= 0) || !(good + bad > 0)) {
+      return DataLoss("PRM pooling reply: data[0].data[" + std::to_string(i) +
+                      "] holds no probabilities");
+    }
+    probs.push_back(good / (good + bad));  // already normalised by a STEP pooler
+  }
+  return probs;
 }
 
 Result<std::vector<double>> ParseStepProbabilities(const json& reply, const PrmRewardConfig& config,
@@ -175,7 +218,27 @@ PrmReward::PrmReward(PrmRewardConfig config, JsonTransport transport)
 Result<std::vector<double>> PrmReward::StepScores(const std::string& question,
                                                   const std::vector<std::string>& steps) const {
   if (!transport_) return Internal("PRM reward: no transport");
-  ALLOT_ASSIGN_OR_RETURN(PrmPrompt prompt, BuildPrmPrompt(question, steps, config_));
+  TokenCounter count = [this](const std::string& text) -> Result<int64_t> {
+    json body = {{"model", config_.model}, {"prompt", text}};
+    ALLOT_ASSIGN_OR_RETURN(json reply, transport_(config_.tokenize_path, body));
+    if (reply.is_object() && reply.contains("count") && reply["count"].is_number_integer()) {
+      return reply["count"].get<int64_t>();
+    }
+    if (reply.is_object() && reply.contains("tokens") && reply["tokens"].is_array()) {
+      return static_cast<int64_t>(reply["tokens"].size());
+    }
+    return DataLoss("PRM tokenize reply (" + config_.tokenize_path + "): no count or tokens");
+  };
+  ALLOT_ASSIGN_OR_RETURN(PrmPrompt prompt, BuildPrmPrompt(question, steps, config_, count));
+  if (config_.mode == "pooling") {
+    json body = {{"model", config_.model},
+                 {"input", prompt.text},
+                 {"step_tag", config_.step_tag},
+                 {"returned_tokens", {config_.good_token, config_.bad_token}}};
+    ALLOT_ASSIGN_OR_RETURN(json reply,
+                           transport_(config_.path.empty() ? "/pooling" : config_.path, body));
+    return ParsePoolingStepScores(reply, prompt.num_steps);
+  }
   if (config_.mode == "classify") {
     json body = {{"model", config_.model}, {"input", prompt.text}};
     const std::string path = config_.path.empty() ? "/classify" : config_.path;

@@ -32,22 +32,91 @@ TEST(PrmRewardTest, TagsInsideStepsAreRemoved) {
   EXPECT_EQ(p->text, "Q Step 1: a  b \xD0\xBA\xD0\xB8");
 }
 
-TEST(PrmRewardTest, DropsEarliestStepsWhenTooLong) {
+// Whitespace-separated words stand in for a tokenizer: a long word is one token, so a
+// character limit would cut differently.
+int64_t Words(const std::string& text) {
+  std::istringstream in(text);
+  int64_t n = 0;
+  for (std::string w; in >> w;) ++n;
+  return n;
+}
+
+TEST(PrmRewardTest, DropsEarliestStepsByTokensNotCharacters) {
   PrmRewardConfig c;
-  c.max_prompt_chars = 64;
-  std::vector<std::string> steps = {std::string(30, 'a'), std::string(20, 'b'), "c"};
-  Result<PrmPrompt> p = BuildPrmPrompt("Q", steps, c);
+  c.max_prompt_tokens = 10;
+  int calls = 0;
+  TokenCounter count = [&](const std::string& t) -> Result<int64_t> {
+    ++calls;
+    return Words(t);
+  };
+  // Steps 1 and 2 are 6 and 5 words with their "Step i:" and tag; step 3 (200 chars) is 4.
+  std::vector<std::string> steps = {"a a a", "b b", std::string(200, 'c')};
+  Result<PrmPrompt> p = BuildPrmPrompt("Q", steps, c, count);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->first_step, 1u);
   EXPECT_EQ(p->num_steps, 2u);
   EXPECT_EQ(p->text.find("Step 1:"), std::string::npos);
-  EXPECT_NE(p->text.find("Step 2: bbbb"), std::string::npos);
-  EXPECT_LE(p->text.size(), 64u);
+  EXPECT_NE(p->text.find("Step 2: b b"), std::string::npos);
+  EXPECT_LE(Words(p->text), 10);
+  EXPECT_GT(p->text.size(), 200u);
+  EXPECT_LE(calls, 3);
 
-  c.max_prompt_chars = 64;
-  EXPECT_EQ(BuildPrmPrompt(std::string(100, 'q'), {"x"}, c).status().code(),
-            StatusCode::kResourceExhausted);
-  EXPECT_FALSE(BuildPrmPrompt("Q", {}, c).ok());
+  // Everything fits: one count, nothing dropped.
+  calls = 0;
+  c.max_prompt_tokens = 100;
+  p = BuildPrmPrompt("Q", steps, c, count);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->first_step, 0u);
+  EXPECT_EQ(calls, 1);
+
+  c.max_prompt_tokens = 3;
+  EXPECT_EQ(BuildPrmPrompt("Q", steps, c, count).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(BuildPrmPrompt("Q", {"x"}, c, count).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(BuildPrmPrompt("Q", {}, c, count).ok());
+  // A failing tokenizer fails the prompt.
+  EXPECT_EQ(BuildPrmPrompt(
+                "Q", steps, c,
+                [](const std::string&) -> Result<int64_t> { return Unavailable("tokenize: 503"); })
+                .status()
+                .code(),
+            StatusCode::kUnavailable);
+}
+
+TEST(PrmRewardTest, PoolingRowsGiveStepScores) {
+  json reply =
+      json::parse(R"({"data": [{"index": 0, "data": [[0.9, 0.1], [0.25, 0.75], [0.6, 0.4]]}]})");
+  auto p = ParsePoolingStepScores(reply, 2);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_DOUBLE_EQ((*p)[0], 0.25);
+  EXPECT_DOUBLE_EQ((*p)[1], 0.6);
+  EXPECT_EQ(ParsePoolingStepScores(reply, 4).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ParsePoolingStepScores(json{{"data", json::array()}}, 1).status().code(),
+            StatusCode::kDataLoss);
+  json bad = json::parse(R"({"data": [{"data": [["x", 0.1]]}]})");
+  EXPECT_EQ(ParsePoolingStepScores(bad, 1).status().code(), StatusCode::kDataLoss);
+}
+
+TEST(PrmRewardTest, PoolingModeSendsStepPoolingRequest) {
+  PrmRewardConfig c;
+  c.mode = "pooling";
+  c.max_prompt_tokens = 1000;
+  std::vector<std::string> paths;
+  PrmReward prm(c, [&](const std::string& path, const json& body) -> Result<json> {
+    paths.push_back(path);
+    if (path == "/tokenize") return json{{"count", Words(body["prompt"].get<std::string>())}};
+    EXPECT_EQ(body["step_tag"], "\xD0\xBA\xD0\xB8");
+    EXPECT_EQ(body["returned_tokens"], json::array({"+", "-"}));
+    EXPECT_EQ(body["input"], "Q Step 1: a \xD0\xBA\xD0\xB8\nStep 2: b \xD0\xBA\xD0\xB8");
+    return json::parse(R"({"data": [{"data": [[0.7, 0.3], [0.2, 0.8]]}]})");
+  });
+  RewardInput in;
+  in.question = "Q";
+  in.steps = {"a", "b"};
+  Result<double> v = prm.Compute(in);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_DOUBLE_EQ(*v, 0.2);  // RLoT: the last step's P(+)
+  EXPECT_EQ(paths, (std::vector<std::string>{"/tokenize", "/pooling"}));
 }
 
 TEST(PrmRewardTest, SoftmaxOverPlusAndMinusAtEachTag) {
