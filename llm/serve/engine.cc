@@ -90,6 +90,24 @@ std::map<std::string, std::string> Engine::Adapters() const {
   return adapters_.List();
 }
 
+Status Engine::WithModel(const std::string& adapter,
+                         const std::function<Status(models::CausalLMImpl&)>& fn) {
+  std::lock_guard lock(model_mu_);
+  torch::NoGradGuard no_grad;
+  if (!adapter.empty() && !adapters_.Has(adapter)) {
+    return NotFound("the lora adapter '" + adapter + "' cannot be found");
+  }
+  ALLOT_RETURN_IF_ERROR(adapters_.Activate(adapter));
+  Status s = Status::Ok();
+  try {
+    s = fn(*model_);
+  } catch (const std::exception& e) {
+    s = Internal(std::string("scoring failed: ") + e.what());
+  }
+  if (busy_) ALLOT_RETURN_IF_ERROR(adapters_.Activate(running_adapter_));
+  return s;
+}
+
 struct Engine::Running {
   EngineJob job;
   std::chrono::steady_clock::time_point arrived;

@@ -80,6 +80,12 @@ class Engine {
   bool HasAdapter(const std::string& name) const;
   std::map<std::string, std::string> Adapters() const;
 
+  // Runs `fn` on the model with adapter `adapter` ("" = the base model) installed, between two
+  // decode steps of the running batch, whose adapter is put back afterwards. For one-pass
+  // scoring (the /pooling route); gradients are off. NotFound for an unknown adapter.
+  Status WithModel(const std::string& adapter,
+                   const std::function<Status(models::CausalLMImpl&)>& fn);
+
   // Stops the scheduler after the running batch; queued jobs fail with Unavailable.
   void Shutdown();
 

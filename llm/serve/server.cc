@@ -16,6 +16,7 @@
 
 #include "llm/serve/api_request.h"
 #include "llm/serve/api_response.h"
+#include "llm/serve/step_pooling.h"
 
 namespace allot::llm::serve {
 namespace {
@@ -25,7 +26,8 @@ using nlohmann::json;
 const std::set<std::string>& PostPaths() {
   static const std::set<std::string> p = {
       "/v1/completions", "/v1/chat/completions",  "/tokenize",
-      "/detokenize",     "/v1/load_lora_adapter", "/v1/unload_lora_adapter"};
+      "/detokenize",     "/v1/load_lora_adapter", "/v1/unload_lora_adapter",
+      "/pooling"};
   return p;
 }
 
@@ -209,6 +211,14 @@ void Server::Route() {
          [this](const httplib::Request& req, httplib::Response& res) { HandleLoadLora(req, res); });
   h.Post("/v1/unload_lora_adapter", [this](const httplib::Request& req, httplib::Response& res) {
     HandleUnloadLora(req, res);
+  });
+  // A PRM's step scores from one forward pass (step_pooling.h).
+  h.Post("/pooling", [this](const httplib::Request& req, httplib::Response& res) {
+    json body, reply;
+    if (!ParseBody(req, res, &body)) return;
+    ApiError e;
+    if (!ScoreStepPooling(*engine_, served_name_, body, &reply, &e)) return SendError(res, e);
+    SendJson(res, reply);
   });
   h.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.status = 200;

@@ -6,6 +6,7 @@
 //   GET  /v1/models                              the base model and the loaded adapters
 //   POST /tokenize, /detokenize                  vLLM shapes
 //   POST /v1/load_lora_adapter, /v1/unload_lora_adapter
+//   POST /pooling                                a PRM's P(+) at every step tag (step_pooling.h)
 //   GET  /health, /metrics (Prometheus text)
 //
 // Every error is {"error": {"message", "type", "param", "code"}} with its HTTP status; no
