@@ -7,11 +7,11 @@
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "envs/rlot/logic_block.h"
+#include "envs/synthetic/chain_episode.h"
 
 namespace allot::envs {
 namespace {
-
-constexpr const char* kBlockNames[] = {"reason", "decompose", "debate", "refine", "terminate"};
 
 std::vector<float> CopyState(const ChainMdp::State& s) { return {s.begin(), s.end()}; }
 
@@ -81,39 +81,39 @@ Result<runtime::Trajectory> ChainEnv::Run(const runtime::EpisodeInput& input) {
     traj.failure = {runtime::FailureReason::kEnvError, nav.status().message()};
     return traj;
   }
-  const double epsilon =
-      (*nav == nullptr) ? 1.0 : input.sampling.epsilon.value_or(input.sampling.temperature);
+  // Epsilon-greedy with the learner's epsilon (RLoT Section 3.3), which travels in its own
+  // field; unset means greedy. Before any navigator exists, uniform.
+  const double epsilon = (*nav == nullptr) ? 1.0 : input.sampling.epsilon.value_or(0.0);
   std::mt19937_64 rng(input.seed);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   std::uniform_int_distribution<int> any(0, ChainMdp::kNumActions - 1);
 
   ChainMdp mdp(config_);
-  ChainMdp::State state = mdp.Reset();
-  double ret = 0, prm = 0, outcome = 0;
+  double prm = 0, outcome = 0;
   std::string blocks;
-  for (bool done = false; !done;) {
-    if (input.Cancelled()) {
-      traj.failure = {runtime::FailureReason::kCancelled, "cancelled"};
-      break;
-    }
-    // Epsilon-greedy with the learner's epsilon (RLoT Section 3.3).
-    const int action = coin(rng) < epsilon ? any(rng) : (*nav)->Greedy(state);
-    const ChainMdp::Step step = mdp.Act(action);
-    runtime::Transition t;
-    t.state = CopyState(state);
-    t.action = static_cast<uint32_t>(step.applied_action);
-    t.reward = static_cast<float>(step.reward);
-    t.next_state = CopyState(step.next_state);
-    t.done = step.done;
-    t.num_actions = ChainMdp::kNumActions;
-    traj.transitions.push_back(std::move(t));
-    ret += step.reward;
-    (step.done ? outcome : prm) += step.reward;
-    if (!blocks.empty()) blocks += "-";
-    blocks += kBlockNames[step.applied_action];
-    state = step.next_state;
-    done = step.done;
-  }
+  const double ret = RunChainEpisode(
+      mdp,
+      [&](const ChainMdp::State& s) {
+        return coin(rng) < epsilon ? any(rng) : (*nav)->Greedy(s);
+      },
+      [&](const ChainEpisodeStep& s) {
+        runtime::Transition t;
+        t.state = CopyState(s.state);
+        t.action = static_cast<uint32_t>(s.step.applied_action);
+        t.reward = static_cast<float>(s.step.reward);
+        t.next_state = CopyState(s.step.next_state);
+        t.done = s.step.done;
+        t.num_actions = ChainMdp::kNumActions;
+        traj.transitions.push_back(std::move(t));
+        (s.step.done ? outcome : prm) += s.step.reward;
+        if (!blocks.empty()) blocks += "-";
+        blocks += rlot::LogicBlockName(s.step.applied_action);
+      },
+      [&] {
+        if (!input.Cancelled()) return false;
+        traj.failure = {runtime::FailureReason::kCancelled, "cancelled"};
+        return true;
+      });
   traj.reward = ret;
   traj.SetReward("outcome", outcome);
   traj.SetReward("prm", prm);

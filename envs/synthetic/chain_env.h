@@ -3,9 +3,8 @@
 //
 // An episode acts epsilon-greedily with the navigator weights of the host's policy snapshot
 // (NavigatorMlp over the safetensors bytes the learner publishes); before the first update
-// arrives it acts uniformly at random. Epsilon comes from `sampling.epsilon`, or, when the
-// host sets none, from `sampling.temperature` (how the learner sends it today), and the
-// episode's RNG seed from `seed`.
+// arrives it acts uniformly at random. Epsilon comes from `sampling.epsilon` (the request's own
+// `epsilon` field; unset: greedy), and the episode's RNG seed from `seed`.
 //
 // A plain-C++ env (envs/runtime/env.h): the rollout worker runs it behind its adapter. The
 // trajectory carries one DQN transition per step, the combined return as `reward`, the outcome and

@@ -4,7 +4,8 @@
 // The state has RLoT's shape, 7 features in 0..3, and the actions are RLoT's five blocks. Only
 // one block sequence earns the final reward: following `sequence` exactly and then choosing
 // Terminate. Each correct non-terminal step also earns a small process reward (standing in for
-// RLoT's per-step PRM score). Like RLoT, the episode is forced to end after max_steps actions.
+// RLoT's per-step PRM score). Like RLoT, at most max_steps blocks run: the decision after them
+// is Terminate, forced (five blocks allowed, the sixth decision terminates; notes.md).
 //
 // Features: [0] steps taken (clipped to 3); [1] 3 while on the rewarded path, else 1;
 // [2..6] 3 for the last action taken (one feature per block), else 0.
@@ -23,14 +24,15 @@ namespace allot::envs {
 struct ChainMdpConfig {
   std::vector<int64_t> sequence = {1, 0, 3};  // Decompose, Reason, Refine; then Terminate
   int terminate_action = 4;
-  int max_steps = 5;                          // RLoT: Terminate is forced past 5 actions
+  int max_steps = 5;                          // RLoT: 5 blocks; the 6th decision terminates
   double step_reward = 0.1;                   // per correct non-terminal step (PRM stand-in)
   double final_reward = 1.0;                  // outcome reward for the exact sequence
 
   void Describe(config::Visitor& v) {
     v.Field("sequence", sequence, {.doc = "the only rewarded block sequence before Terminate", .min = 0.0, .max = 4.0});
     v.Field("terminate_action", terminate_action, {.min = 0.0, .max = 4.0});
-    v.Field("max_steps", max_steps, {.doc = "actions before Terminate is forced", .min = 1.0});
+    v.Field("max_steps", max_steps,
+            {.doc = "blocks before Terminate is forced on the next decision", .min = 1.0});
     v.Field("step_reward", step_reward);
     v.Field("final_reward", final_reward);
   }
@@ -60,7 +62,8 @@ class ChainMdp {
 
   Step Act(int action) {
     Step out;
-    if (steps_ + 1 >= config_.max_steps) action = config_.terminate_action;
+    // RLoT Sec. 3.2: once max_steps blocks ran, Terminate is executed whatever was chosen.
+    if (steps_ >= config_.max_steps) action = config_.terminate_action;
     out.applied_action = action;
     const size_t t = static_cast<size_t>(steps_);
     if (action == config_.terminate_action) {

@@ -326,9 +326,13 @@ TEST(ChainMdpTest, OnlyTheSequenceEarnsTheFinalReward) {
   ret = 0;
   for (int a : {1, 3, 0, 4}) ret += env.Act(a).reward;
   EXPECT_NEAR(ret, 0.1, 1e-6);
-  // Past max_steps, Terminate is forced.
+  // Five blocks are allowed; the sixth decision is a forced Terminate.
   env.Reset();
-  for (int i = 0; i < 4; ++i) EXPECT_FALSE(env.Act(0).done);
+  for (int i = 0; i < 5; ++i) {
+    auto step = env.Act(0);
+    EXPECT_FALSE(step.done) << i;
+    EXPECT_EQ(step.applied_action, 0) << i;
+  }
   auto last = env.Act(0);
   EXPECT_TRUE(last.done);
   EXPECT_EQ(last.applied_action, 4);

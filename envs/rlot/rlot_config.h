@@ -1,0 +1,76 @@
+// Config of the RLoT env (env.rlot in configs/rlot.yaml). Every number RLoT or its reference
+// code fixes is a default here (RLoT Sec. 3-4, Table 21; notes.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/schema.h"
+#include "envs/rlot/rule_step_verifier.h"
+#include "envs/runtime/limits.h"
+#include "llm/endpoint_config.h"
+#include "rewards/prm_reward.h"
+
+namespace allot::envs::rlot {
+
+struct RlotEnvConfig {
+  // The LLM that runs the blocks, evaluates itself and answers (RLoT's "LLM"); not trained.
+  std::string llm_endpoint = "policy";
+  // Endpoints the env may call (the recipe's `endpoints`, copied in by the trainer so that a
+  // remote worker can build its own client). API keys never travel: a worker reads its own
+  // from ALLOT_API_KEY_<NAME> or OPENAI_API_KEY.
+  std::vector<llm::EndpointConfig> endpoints;
+  // Per-step reward: "prm" (a PRM endpoint, rewards/prm_reward.h) or "rule" (the tiny world's
+  // arithmetic checker, rule_step_verifier.h).
+  std::string step_scorer = "prm";
+  std::string prm_endpoint = "prm";
+  rewards::PrmRewardConfig prm;
+  RuleStepVerifierConfig rule;
+
+  int max_blocks = 5;             // RLoT: 5 blocks; Terminate is forced on the 6th decision
+  double temperature = 1.0;       // notes.md: every LLM call used temperature 1.0
+  int64_t max_step_tokens = 512;  // one block's sub-step output
+  int64_t max_answer_tokens = 256;
+  int64_t max_check_tokens = 8;  // the finish check's yes/no
+  int64_t max_eval_tokens = 256;
+  int max_subtasks = 4;  // Decompose: subtasks solved (more are ignored)
+  int num_plans = 3;     // Debate: three plans (RLoT Table 1)
+  // A sub-step that hits its token budget is runaway output: the episode fails with a format
+  // error instead of feeding a cut-off step to the chain.
+  bool fail_on_truncation = true;
+  // Answer format when the dataset item names none: boxed | number | choice | yesno.
+  std::string answer_format = "boxed";
+  std::string prompts_dir = "configs/prompts/rlot";
+  runtime::EpisodeLimits limits{
+      .max_turns = 64, .max_tool_calls = 0, .max_total_tokens = 200000, .max_turn_tokens = 512};
+
+  void Describe(config::Visitor& v) {
+    v.Field("llm_endpoint", llm_endpoint, {.doc = "endpoint that runs the logic blocks"});
+    v.Field("endpoints", endpoints, {.doc = "endpoints the env calls (default: the recipe's)"});
+    v.Field("step_scorer", step_scorer,
+            {.doc = "per-step reward: prm (endpoint) or rule (arithmetic checker)",
+             .choices = {"prm", "rule"}});
+    v.Field("prm_endpoint", prm_endpoint, {.doc = "endpoint of the PRM (step_scorer: prm)"});
+    v.Field("prm", prm, {.doc = "the PRM request (RLoT: Math-Shepherd, last step's P(+))"});
+    v.Field("rule", rule, {.doc = "the rule-based step verifier's scores"});
+    v.Field("max_blocks", max_blocks,
+            {.doc = "logic blocks before Terminate is forced (RLoT: 5)", .min = 1, .max = 64});
+    v.Field("temperature", temperature, {.doc = "LLM sampling temperature", .min = 0.0});
+    v.Field("max_step_tokens", max_step_tokens, {.doc = "tokens of one sub-step", .min = 1});
+    v.Field("max_answer_tokens", max_answer_tokens, {.doc = "tokens of the answer", .min = 1});
+    v.Field("max_check_tokens", max_check_tokens, {.doc = "tokens of the finish check", .min = 1});
+    v.Field("max_eval_tokens", max_eval_tokens, {.doc = "tokens of the self-evaluation", .min = 1});
+    v.Field("max_subtasks", max_subtasks, {.doc = "Decompose: subtasks solved", .min = 1});
+    v.Field("num_plans", num_plans, {.doc = "Debate: plans proposed (RLoT: 3)", .min = 2});
+    v.Field("fail_on_truncation", fail_on_truncation,
+            {.doc = "a sub-step cut at its token budget fails the episode (format error)"});
+    v.Field("answer_format", answer_format,
+            {.doc = "answer format when the item names none",
+             .choices = {"boxed", "number", "choice", "yesno", "text"}});
+    v.Field("prompts_dir", prompts_dir, {.doc = "directory of the block prompt templates"});
+    v.Field("limits", limits, {.doc = "per-episode limits"});
+  }
+};
+
+}  // namespace allot::envs::rlot

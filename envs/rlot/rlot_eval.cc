@@ -1,0 +1,173 @@
+#include "envs/rlot/rlot_eval.h"
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "rewards/majority_vote.h"
+
+namespace allot::envs::rlot {
+namespace {
+
+uint64_t Mix(uint64_t seed, uint64_t n) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::vector<int> Blocks(const std::string& joined) {
+  std::vector<int> out;
+  std::stringstream in(joined);
+  for (std::string name; std::getline(in, name, '-');) {
+    for (int a = 0; a < kNumLogicBlocks; ++a) {
+      if (name == LogicBlockName(a)) out.push_back(a);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DatasetItem(const datasets::Example& e) {
+  return nlohmann::json{
+      {"question", e.PromptText()}, {"answer", e.answer}, {"format", e.answer_format}, {"id", e.id}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ChooserFactory NavigatorChooser(std::shared_ptr<const models::NavigatorMlp> navigator,
+                                double epsilon) {
+  return [navigator, epsilon](uint64_t seed) -> BlockChooser {
+    auto rng = std::make_shared<std::mt19937_64>(seed);
+    return [navigator, epsilon, rng](const State& s, int) {
+      std::uniform_real_distribution<double> coin(0.0, 1.0);
+      if (epsilon > 0 && coin(*rng) < epsilon) {
+        return std::uniform_int_distribution<int>(0, kNumLogicBlocks - 1)(*rng);
+      }
+      return navigator->Greedy(s);
+    };
+  };
+}
+
+ChooserFactory FixedChooser(std::vector<int> blocks) {
+  return [blocks](uint64_t) -> BlockChooser {
+    return [blocks](const State&, int decision) {
+      const size_t i = static_cast<size_t>(decision - 1);
+      return i < blocks.size() ? blocks[i] : static_cast<int>(LogicBlock::kTerminate);
+    };
+  };
+}
+
+Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Example>& problems,
+                                    const ChooserFactory& chooser, const std::string& method,
+                                    const RlotEvalOptions& options) {
+  if (options.trails < 1) return InvalidArgument("eval: trails must be >= 1");
+  RlotEvalReport r;
+  r.method = method;
+  r.trails = options.trails;
+  uint64_t n = 0;
+  for (const datasets::Example& ex : problems) {
+    std::vector<std::string> answers;
+    std::vector<bool> correct;
+    for (int k = 0; k < options.trails; ++k) {
+      runtime::EpisodeInput in;
+      in.episode_id = ex.id + "#" + std::to_string(k);
+      in.dataset_item = DatasetItem(ex);
+      in.seed = Mix(options.seed, n++);
+      ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.RunWith(in, chooser(in.seed)));
+      ++r.trail_total;
+      r.usage.Merge(t.usage.total);
+      const std::vector<int> blocks = Blocks(t.info["blocks"]);
+      r.blocks += static_cast<int64_t>(blocks.size());
+      for (int a : blocks) ++r.actions[static_cast<size_t>(a)];
+      std::vector<int> body;
+      for (int a : blocks) {
+        if (a != static_cast<int>(LogicBlock::kTerminate)) body.push_back(a);
+      }
+      if (!body.empty()) ++r.patterns[static_cast<int>(body.size())][BlockPattern(body)];
+      const bool failed = t.failure.failed();
+      if (failed) ++r.failed_trails;
+      double outcome = 0;
+      for (const auto& [name, v] : t.rewards) {
+        if (name == "outcome") outcome = v;
+      }
+      const bool ok = !failed && outcome > 0.5;
+      if (ok) ++r.trail_correct;
+      answers.push_back(failed ? "" : t.info["answer"]);
+      correct.push_back(ok);
+    }
+    // RLoT Sec. 4.1: majority over equivalent answers; a seeded coin breaks ties.
+    const rewards::VoteResult vote = rewards::MajorityVoteSeeded(answers, Mix(options.seed, ~n));
+    if (vote.found && correct[static_cast<size_t>(vote.index)]) ++r.voted_correct;
+    if (vote.tied_groups > 1) ++r.tied_votes;
+    ++r.problems;
+  }
+  return r;
+}
+
+Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,
+                                                        const std::vector<datasets::Example>& all,
+                                                        uint64_t seed, int64_t* failed) {
+  std::vector<datasets::Example> hard;
+  if (failed != nullptr) *failed = 0;
+  const BlockChooser direct = FixedChooser({})(0);
+  uint64_t n = 0;
+  for (const datasets::Example& ex : all) {
+    runtime::EpisodeInput in;
+    in.episode_id = ex.id + "#direct";
+    in.dataset_item = DatasetItem(ex);
+    in.seed = Mix(seed, n++);
+    ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.RunWith(in, direct));
+    if (t.failure.failed()) {
+      if (failed != nullptr) ++*failed;
+      continue;
+    }
+    double outcome = 0;
+    for (const auto& [name, v] : t.rewards) {
+      if (name == "outcome") outcome = v;
+    }
+    if (outcome < 0.5) hard.push_back(ex);
+  }
+  return hard;
+}
+
+std::string RlotEvalReport::ToJson() const {
+  nlohmann::ordered_json j;
+  j["method"] = method;
+  j["problems"] = problems;
+  j["trails"] = trails;
+  j["trail_accuracy"] = trail_accuracy();
+  j["self_consistent_accuracy"] = voted_accuracy();
+  j["failed_trails"] = failed_trails;
+  j["tied_votes"] = tied_votes;
+  j["mean_blocks"] = trail_total > 0 ? static_cast<double>(blocks) / trail_total : 0.0;
+  nlohmann::ordered_json a = nlohmann::ordered_json::object();
+  for (int i = 0; i < kNumLogicBlocks; ++i) a[LogicBlockTitle(i)] = actions[static_cast<size_t>(i)];
+  j["actions"] = a;
+  nlohmann::ordered_json p = nlohmann::ordered_json::object();
+  for (const auto& [len, counts] : patterns) p[std::to_string(len)] = counts;
+  j["patterns"] = p;
+  j["calls"] = usage.calls;
+  j["prompt_tokens"] = usage.prompt_tokens;
+  j["completion_tokens"] = usage.completion_tokens;
+  j["cost_usd"] = usage.cost_usd;
+  j["energy_j"] = usage.energy_j;
+  return j.dump(2) + "\n";
+}
+
+std::string RlotEvalReport::ToText() const {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << method << ": " << problems << " problems x " << trails << " trails\n"
+    << "  trail accuracy: " << trail_accuracy() << " (" << failed_trails << " failed)\n"
+    << "  self-consistent accuracy: " << voted_accuracy() << " (" << tied_votes
+    << " ties broken by the seed)\n"
+    << "  calls: " << usage.calls << ", tokens: " << usage.prompt_tokens + usage.completion_tokens
+    << ", cost $" << usage.cost_usd << "\n";
+  return o.str();
+}
+
+}  // namespace allot::envs::rlot

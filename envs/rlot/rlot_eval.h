@@ -1,0 +1,73 @@
+// RLoT inference over a dataset (RLoT Sec. 4.1, Table 21): each problem is solved `trails`
+// times by the env with a block chooser (the greedy navigator, or a baseline), and
+// self-consistency picks the answer: the majority over mathematically equivalent final answers,
+// ties broken at random from the seed (rewards::MajorityVoteSeeded). Also the paper's
+// fixed-policy baselines and the "hard problems" filter of its training data (notes.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "envs/datasets/example.h"
+#include "envs/rlot/rlot_env.h"
+#include "llm/accounting.h"
+
+namespace allot::envs::rlot {
+
+struct RlotEvalOptions {
+  int trails = 3;     // RLoT Table 21: trails for self-consistency
+  uint64_t seed = 0;  // trail seeds and vote ties
+};
+
+struct RlotEvalReport {
+  std::string method;
+  int problems = 0;
+  int trails = 0;
+  int64_t trail_total = 0;
+  int64_t trail_correct = 0;
+  int64_t failed_trails = 0;  // ended by a failure (their answers abstain)
+  int64_t voted_correct = 0;
+  int64_t tied_votes = 0;  // problems whose vote was decided by the seed
+  double trail_accuracy() const {
+    return trail_total > 0 ? static_cast<double>(trail_correct) / trail_total : 0.0;
+  }
+  double voted_accuracy() const {
+    return problems > 0 ? static_cast<double>(voted_correct) / problems : 0.0;
+  }
+  int64_t blocks = 0;  // applied blocks over all trails, Terminate included
+  std::array<int64_t, kNumLogicBlocks> actions{};
+  // Non-terminal block patterns by length (RLoT Table 5).
+  std::map<int, std::map<std::string, int64_t>> patterns;
+  llm::UsageTotals usage;
+
+  std::string ToJson() const;
+  std::string ToText() const;
+};
+
+// The dataset item an episode reads: {"question", "answer", "format"}.
+std::string DatasetItem(const datasets::Example& example);
+
+// A chooser for one trail; `seed` differs per trail.
+using ChooserFactory = std::function<BlockChooser(uint64_t seed)>;
+
+// The greedy (or epsilon-greedy) navigator.
+ChooserFactory NavigatorChooser(std::shared_ptr<const models::NavigatorMlp> navigator,
+                                double epsilon = 0.0);
+// A fixed block sequence, then Terminate; {} is the "direct" baseline (answer at once).
+ChooserFactory FixedChooser(std::vector<int> blocks);
+
+Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Example>& problems,
+                                    const ChooserFactory& chooser, const std::string& method,
+                                    const RlotEvalOptions& options);
+
+// The problems the LLM gets wrong when asked directly (one Terminate-first episode each);
+// failed episodes are neither kept nor dropped silently: they are counted in `failed`.
+Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,
+                                                        const std::vector<datasets::Example>& all,
+                                                        uint64_t seed, int64_t* failed = nullptr);
+
+}  // namespace allot::envs::rlot

@@ -1,0 +1,470 @@
+// The RLoT env (envs/rlot/rlot_env.h) against a scripted OpenAI-compatible endpoint: the exact
+// sequence of LLM calls per block, parsed states, the step limit, Refine-first, rewards, and
+// the failure paths (endpoint 500, malformed self-evaluation, runaway output).
+#include "envs/rlot/rlot_env.h"
+#include "envs/rlot/rlot_eval.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "llm/client.h"
+#include "tests/llm/scripted_server.h"
+
+namespace allot::envs::rlot {
+namespace {
+
+using llm::testing::CompletionBody;
+using llm::testing::Reply;
+using llm::testing::ScriptedServer;
+using nlohmann::json;
+
+// Which template a prompt was rendered from (a phrase only that template holds).
+std::string Kind(const std::string& prompt) {
+  const std::pair<const char*, const char*> kinds[] = {
+      {"Do not give the final answer yet", "reason"},
+      {"Break the remaining work", "decompose_list"},
+      {"Solve only this subtask", "decompose_solve"},
+      {"Summarize what these results", "decompose_summarize"},
+      {"different plans for how to continue", "debate_plans"},
+      {"Compare the plans", "debate_compare"},
+      {"Follow this plan", "debate_execute"},
+      {"Rewrite the latest step", "refine"},
+      {"Give the final answer now", "terminate"},
+      {"already reach the final answer", "finish"},
+      {"Score each aspect", "eval"},
+  };
+  for (const auto& [phrase, kind] : kinds) {
+    if (prompt.find(phrase) != std::string::npos) return kind;
+  }
+  return "unknown";
+}
+
+// Records every completion call and replies per kind; `fault` can override any reply.
+class ScriptedLlm {
+ public:
+  ScriptedLlm() {
+    replies_ = {
+        {"reason", "2 + 3 = 5"},
+        {"decompose_list", "### Subtask1: add the numbers\n### Subtask2: double the sum"},
+        {"decompose_solve", "sub-result"},
+        {"decompose_summarize", "The sum doubled is 10."},
+        {"debate_plans", "### Plan1: count up\n### Plan2: multiply\n### Plan3: guess"},
+        {"debate_compare", "The most promising plan is Plan[2]: it is shortest."},
+        {"debate_execute", "Multiply: 5 * 2 = 10"},
+        {"refine", "Refined: 5 * 2 = 10"},
+        {"terminate", "The result is \\boxed{10}."},
+        {"finish", "No"},
+        {"eval",
+         "A1 score=[3] reason=[ok]\nA2 score=[2] reason=[ok]\nA3 score=[3]\nB1 score=[1]\n"
+         "B2 score=[0]\nC1 score=[2]\nC2 score=[1]"},
+    };
+    server_.SetHandler([this](const llm::testing::ServerRequest& req) {
+      if (req.path != "/v1/completions") return Reply::Json(R"({"error":"no route"})", 404);
+      const json body = json::parse(req.body, nullptr, false);
+      const std::string prompt = body.value("prompt", std::string());
+      const std::string kind = Kind(prompt);
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back(kind);
+      prompts_.push_back(prompt);
+      const int n = ++count_[kind];
+      if (fault_ && fault_(kind, n).has_value()) return *fault_(kind, n);
+      return Reply::Json(CompletionBody(replies_[kind], {}, 10));
+    });
+  }
+
+  std::vector<std::string> calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+  std::string prompt(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prompts_.at(i);
+  }
+  void Set(const std::string& kind, const std::string& reply) { replies_[kind] = reply; }
+  // (kind, n-th call of that kind) -> a reply that replaces the scripted one.
+  void Fault(std::function<std::optional<Reply>(const std::string&, int)> f) { fault_ = f; }
+
+  std::shared_ptr<llm::Client> Client() {
+    llm::EndpointConfig e;
+    e.name = "policy";
+    e.base_url = server_.url();
+    e.model = "scripted";
+    e.limits.max_attempts = 1;  // a 500 fails at once
+    auto c = llm::Client::Create({e});
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::shared_ptr<llm::Client>(std::move(c).value());
+  }
+
+ private:
+  ScriptedServer server_;
+  std::mutex mu_;
+  std::map<std::string, std::string> replies_;
+  std::vector<std::string> calls_, prompts_;
+  std::map<std::string, int> count_;
+  std::function<std::optional<Reply>(const std::string&, int)> fault_;
+};
+
+// A step scorer that returns 0.1 x (steps in the chain) for the last step and records chains.
+class CountingScorer : public rewards::StepScorer {
+ public:
+  Result<std::vector<double>> StepScores(const std::string&,
+                                         const std::vector<std::string>& steps) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    chains.push_back(steps);
+    if (fail) return Unavailable("prm down");
+    return std::vector<double>(steps.size(), 0.1 * static_cast<double>(steps.size()));
+  }
+  mutable std::mutex mu_;
+  mutable std::vector<std::vector<std::string>> chains;
+  bool fail = false;
+};
+
+RlotEnvConfig Config() {
+  RlotEnvConfig c;
+  c.prompts_dir = std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/rlot";
+  return c;
+}
+
+runtime::EpisodeInput Input(const std::string& answer = "10") {
+  runtime::EpisodeInput in;
+  in.episode_id = "e1";
+  in.dataset_item = json{{"question", "What is (2+3)*2?"}, {"answer", answer}}.dump();
+  return in;
+}
+
+BlockChooser Sequence(std::vector<int> actions) {
+  return [actions](const State&, int decision) {
+    return actions.at(static_cast<size_t>(decision - 1));
+  };
+}
+
+struct Fixture {
+  ScriptedLlm llm;
+  std::shared_ptr<CountingScorer> scorer = std::make_shared<CountingScorer>();
+  std::unique_ptr<RlotEnv> env;
+  explicit Fixture(RlotEnvConfig c = Config()) {
+    auto e = RlotEnv::Create(std::move(c), llm.Client(), scorer);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    env = std::move(e).value();
+  }
+};
+
+const State kEvalState = {3, 2, 3, 1, 0, 2, 1};
+
+TEST(RlotEnvTest, EveryBlockMakesItsCallsInOrder) {
+  Fixture f;
+  // Refine first (becomes Reason), Decompose, Debate, Refine, Terminate.
+  auto t = f.env->RunWith(Input(), Sequence({3, 1, 2, 3, 4}));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  const std::vector<std::string> expected = {"reason",
+                                             "finish",
+                                             "eval",  // Refine -> Reason
+                                             "decompose_list",
+                                             "decompose_solve",
+                                             "decompose_solve",
+                                             "decompose_summarize",
+                                             "finish",
+                                             "eval",  //
+                                             "debate_plans",
+                                             "debate_compare",
+                                             "debate_execute",
+                                             "finish",
+                                             "eval",  //
+                                             "refine",
+                                             "finish",
+                                             "eval",  //
+                                             "terminate"};
+  EXPECT_EQ(f.llm.calls(), expected);
+  EXPECT_EQ(t->info.at("blocks"), "reason-decompose-debate-refine-terminate");
+  EXPECT_EQ(t->info.at("chosen"), "refine-decompose-debate-refine-terminate");
+  EXPECT_EQ(t->info.at("pattern"), "Reason-Decompose-Debate-Refine");
+  EXPECT_EQ(t->info.at("debate_plans"), "2");
+  EXPECT_EQ(t->info.at("answer"), "10");
+
+  // Decompose: the second subtask sees the first one's result; only the summary joins.
+  EXPECT_NE(f.llm.prompt(5).find("Result: sub-result"), std::string::npos);
+  EXPECT_EQ(f.llm.prompt(4).find("Result: sub-result"), std::string::npos);
+  // Debate: executes along the chosen plan 2.
+  EXPECT_NE(f.llm.prompt(11).find("Follow this plan: multiply"), std::string::npos);
+  // The chains the scorer saw: Refine rewrote step 3 in place.
+  ASSERT_EQ(f.scorer->chains.size(), 4u);
+  EXPECT_EQ(f.scorer->chains[0], (std::vector<std::string>{"2 + 3 = 5"}));
+  EXPECT_EQ(f.scorer->chains[1], (std::vector<std::string>{"2 + 3 = 5", "The sum doubled is 10."}));
+  EXPECT_EQ(f.scorer->chains[3], (std::vector<std::string>{"2 + 3 = 5", "The sum doubled is 10.",
+                                                           "Refined: 5 * 2 = 10"}));
+  const std::string answer_prompt = f.llm.prompt(17);
+  EXPECT_NE(answer_prompt.find("Step 3: Refined: 5 * 2 = 10"), std::string::npos);
+  EXPECT_EQ(answer_prompt.find("Multiply: 5 * 2 = 10"), std::string::npos);
+  EXPECT_NE(answer_prompt.find("\\boxed{}"), std::string::npos);
+
+  // Transitions: chosen actions, PRM rewards of the chain so far, outcome at the end.
+  ASSERT_EQ(t->transitions.size(), 5u);
+  const std::vector<uint32_t> actions = {3, 1, 2, 3, 4};
+  const std::vector<float> rewards = {0.1f, 0.2f, 0.3f, 0.3f, 1.0f};
+  for (size_t i = 0; i < 5; ++i) {
+    const auto& tr = t->transitions[i];
+    EXPECT_EQ(tr.action, actions[i]) << i;
+    EXPECT_FLOAT_EQ(tr.reward, rewards[i]) << i;
+    EXPECT_EQ(tr.done, i == 4) << i;
+    EXPECT_EQ(tr.num_actions, 5u);
+    EXPECT_EQ(tr.state.size(), 7u);
+  }
+  EXPECT_EQ(t->transitions[0].state, std::vector<float>(7, 0.0f));  // nothing evaluated yet
+  EXPECT_EQ(t->transitions[0].next_state, std::vector<float>(kEvalState.begin(), kEvalState.end()));
+  EXPECT_EQ(t->transitions[1].state, t->transitions[0].next_state);
+  EXPECT_EQ(t->step_rewards, (std::vector<double>{0.1, 0.2, 0.30000000000000004, 0.3, 1.0}));
+  ASSERT_EQ(t->rewards.size(), 2u);
+  EXPECT_EQ(t->rewards[0].first, "outcome");
+  EXPECT_DOUBLE_EQ(t->rewards[0].second, 1.0);
+  EXPECT_EQ(t->rewards[1].first, "prm");
+  EXPECT_NEAR(t->rewards[1].second, 0.9, 1e-12);
+  EXPECT_NEAR(t->reward, 1.9, 1e-12);
+  // Accounting: 18 calls to the policy endpoint.
+  EXPECT_EQ(t->usage.total.calls, 18);
+}
+
+TEST(RlotEnvTest, TerminateIsForcedOnTheSixthDecision) {
+  Fixture f;
+  int decisions = 0;
+  auto t = f.env->RunWith(Input(), [&](const State&, int d) {
+    decisions = d;
+    return 0;  // always Reason
+  });
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  EXPECT_EQ(decisions, 6);
+  ASSERT_EQ(t->transitions.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(t->transitions[i].action, 0u) << i;  // as chosen
+  EXPECT_TRUE(t->transitions[5].done);
+  EXPECT_EQ(t->info.at("blocks"), "reason-reason-reason-reason-reason-terminate");
+  EXPECT_EQ(t->info.at("steps"), "5");
+  EXPECT_EQ(f.llm.calls().size(), 5u * 3 + 1);
+  EXPECT_EQ(f.llm.calls().back(), "terminate");
+}
+
+TEST(RlotEnvTest, MaxBlocksIsAConfigDefault) {
+  RlotEnvConfig c = Config();
+  c.max_blocks = 2;
+  Fixture f(c);
+  auto t = f.env->RunWith(Input(), [](const State&, int) { return 2; });
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->info.at("blocks"), "debate-debate-terminate");
+}
+
+TEST(RlotEnvTest, FinishCheckYesAnswersAndEnds) {
+  Fixture f;
+  f.llm.Set("finish", "Yes, the answer is there.");
+  f.llm.Set("terminate", "\\boxed{11}");  // wrong
+  auto t = f.env->RunWith(Input(), Sequence({0}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(f.llm.calls(), (std::vector<std::string>{"reason", "finish", "terminate"}));
+  ASSERT_EQ(t->transitions.size(), 1u);
+  EXPECT_TRUE(t->transitions[0].done);
+  EXPECT_FLOAT_EQ(t->transitions[0].reward, 0.0f);  // outcome: wrong
+  EXPECT_EQ(t->info.at("finished_early"), "true");
+  EXPECT_EQ(t->info.at("answer"), "11");
+  EXPECT_TRUE(f.scorer->chains.empty());  // a terminal step gets the outcome, not the PRM
+}
+
+TEST(RlotEnvTest, MalformedSelfEvaluationScoresMissingKeysZero) {
+  Fixture f;
+  f.llm.Set("eval", "I think A1 is score=2, and C2: 3. The rest is fine!");
+  auto t = f.env->RunWith(Input(), Sequence({0, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->failure.failed());
+  EXPECT_EQ(t->transitions[0].next_state, (std::vector<float>{2, 0, 0, 0, 0, 0, 3}));
+  EXPECT_EQ(t->info.at("eval_keys_missing"), "5");
+}
+
+TEST(RlotEnvTest, EndpointErrorEndsTheEpisodeWithItsReason) {
+  Fixture f;
+  f.llm.Fault([](const std::string& kind, int) -> std::optional<Reply> {
+    if (kind == "debate_compare") return Reply::Json(R"({"error":"boom"})", 500);
+    return std::nullopt;
+  });
+  auto t = f.env->RunWith(Input(), Sequence({0, 2, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kEndpointError) << t->failure.message;
+  EXPECT_EQ(t->transitions.size(), 1u);  // the completed Reason step is kept
+  EXPECT_EQ(f.llm.calls().back(), "debate_compare");
+}
+
+TEST(RlotEnvTest, RunawayOutputIsAFormatError) {
+  Fixture f;
+  f.llm.Fault([](const std::string& kind, int) -> std::optional<Reply> {
+    if (kind == "reason")
+      return Reply::Json(CompletionBody("and so on and so on", {}, 10, "length"));
+    return std::nullopt;
+  });
+  auto t = f.env->RunWith(Input(), Sequence({0, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kFormatError);
+  EXPECT_NE(t->failure.message.find("runaway"), std::string::npos) << t->failure.message;
+  EXPECT_TRUE(t->transitions.empty());
+}
+
+TEST(RlotEnvTest, FailingStepScorerEndsTheEpisode) {
+  Fixture f;
+  f.scorer->fail = true;
+  auto t = f.env->RunWith(Input(), Sequence({0, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kEndpointError);
+  EXPECT_NE(t->failure.message.find("prm down"), std::string::npos);
+}
+
+TEST(RlotEnvTest, BadItemsAndEpsilonFailCleanly) {
+  Fixture f;
+  runtime::EpisodeInput in = Input();
+  in.dataset_item = "not json";
+  auto t = f.env->RunWith(in, Sequence({4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kEnvError);
+  EXPECT_TRUE(f.llm.calls().empty());
+  in = Input();
+  in.sampling.epsilon = 1.5;
+  auto e = f.env->Run(in);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->failure.reason, runtime::FailureReason::kEnvError);
+}
+
+TEST(RlotEnvTest, WithoutAPolicyActsUniformlyAndSeeded) {
+  Fixture f;
+  runtime::EpisodeInput in = Input();
+  in.seed = 42;
+  auto a = f.env->Run(in);
+  auto b = f.env->Run(in);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(a->failure.failed()) << a->failure.message;
+  EXPECT_EQ(a->info.at("chosen"), b->info.at("chosen"));
+  EXPECT_LE(a->transitions.size(), 6u);
+  EXPECT_TRUE(a->transitions.back().done);
+}
+
+TEST(RlotEnvTest, PrmEndpointScoresTheChain) {
+  // The PRM behind a real HTTP route: a scripted /pooling reply with P(+) at each step tag.
+  ScriptedServer prm;
+  prm.SetHandler([](const llm::testing::ServerRequest& req) {
+    const json body = json::parse(req.body);
+    EXPECT_EQ(req.path, "/pooling");
+    EXPECT_EQ(body["model"], "math-prm");
+    const std::string input = body["input"];
+    json rows = json::array();
+    for (size_t p = input.find("Step "); p != std::string::npos; p = input.find("Step ", p + 1)) {
+      rows.push_back({0.75, 0.25});
+    }
+    json item = {{"index", 0}, {"data", rows}};
+    json reply = json::object();
+    reply["data"] = json::array({item});
+    return Reply::Json(reply.dump());
+  });
+  ScriptedLlm llm;
+  RlotEnvConfig c = Config();
+  c.step_scorer = "prm";
+  llm::EndpointConfig policy, prm_ep;
+  c.llm_endpoint = "policy";
+  c.prm_endpoint = "prm";
+  c.prm.mode = "pooling";
+  prm_ep.name = "prm";
+  prm_ep.base_url = prm.url() + "/v1";
+  prm_ep.model = "math-prm";
+  auto client_policy = llm.Client();
+  policy = *client_policy->endpoint("policy");
+  c.endpoints = {policy, prm_ep};
+  auto env = RlotEnv::Create(c);  // builds its own client and PRM transport
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  auto t = (*env)->RunWith(Input(), Sequence({0, 0, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  ASSERT_EQ(t->transitions.size(), 3u);
+  EXPECT_FLOAT_EQ(t->transitions[0].reward, 0.75f);
+  EXPECT_FLOAT_EQ(t->transitions[1].reward, 0.75f);
+  EXPECT_EQ(prm.request_count("/pooling"), 2);
+}
+
+TEST(RlotEnvTest, ConfigErrorsNameTheField) {
+  RlotEnvConfig c = Config();
+  c.prompts_dir = "missing";
+  EXPECT_EQ(RlotEnv::Create(c, nullptr, std::make_shared<CountingScorer>()).status().code(),
+            StatusCode::kNotFound);
+  c = Config();
+  auto no_endpoints = RlotEnv::Create(c);
+  ASSERT_FALSE(no_endpoints.ok());
+  EXPECT_NE(no_endpoints.status().message().find("env.rlot.endpoints"), std::string::npos);
+  ScriptedLlm llm;
+  c.llm_endpoint = "nope";
+  auto bad = RlotEnv::Create(c, llm.Client(), std::make_shared<CountingScorer>());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("llm_endpoint"), std::string::npos);
+}
+
+datasets::Example Problem(const std::string& id, const std::string& answer) {
+  datasets::Example e;
+  e.id = id;
+  e.question = "What is (2+3)*2?";
+  e.answer = answer;
+  e.answer_format = "boxed";
+  return e;
+}
+
+TEST(RlotEvalTest, SelfConsistencyVotesOverEquivalentAnswers) {
+  Fixture f;
+  // Trails answer 10, 2*5 (equivalent), 11: the majority is 10 whatever the seed.
+  f.llm.Fault([](const std::string& kind, int n) -> std::optional<Reply> {
+    if (kind != "terminate") return std::nullopt;
+    const char* answers[] = {"\\boxed{10}", "\\boxed{2*5}", "\\boxed{11}"};
+    return Reply::Json(CompletionBody(answers[(n - 1) % 3], {}, 10));
+  });
+  RlotEvalOptions o;
+  o.trails = 3;
+  auto r = EvaluateRlot(*f.env, {Problem("p1", "10"), Problem("p2", "11")}, FixedChooser({0}),
+                        "fixed:reason", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->problems, 2);
+  EXPECT_EQ(r->trail_total, 6);
+  EXPECT_EQ(r->trail_correct, 2 + 1);  // p1: 10 and 2*5; p2: 11
+  EXPECT_EQ(r->voted_correct, 1);      // both vote 10
+  EXPECT_EQ(r->tied_votes, 0);
+  EXPECT_EQ(r->actions[0], 6);
+  EXPECT_EQ(r->actions[4], 6);
+  EXPECT_EQ(r->patterns.at(1).at("Reason"), 6);
+  EXPECT_EQ(r->usage.calls, 6 * 4);  // reason, finish, eval, terminate
+  EXPECT_NE(r->ToJson().find("\"self_consistent_accuracy\": 0.5"), std::string::npos);
+}
+
+TEST(RlotEvalTest, TiesAreBrokenBySeed) {
+  std::set<int64_t> outcomes;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    Fixture f;
+    f.llm.Fault([](const std::string& kind, int n) -> std::optional<Reply> {
+      if (kind != "terminate") return std::nullopt;
+      return Reply::Json(CompletionBody(n % 2 ? "\\boxed{10}" : "\\boxed{11}", {}, 10));
+    });
+    RlotEvalOptions o;
+    o.trails = 2;
+    o.seed = seed;
+    auto r = EvaluateRlot(*f.env, {Problem("p", "10")}, FixedChooser({}), "direct", o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->tied_votes, 1);
+    outcomes.insert(r->voted_correct);
+  }
+  EXPECT_EQ(outcomes, (std::set<int64_t>{0, 1}));  // both tied answers win for some seed
+}
+
+TEST(RlotEvalTest, HardProblemsAreTheOnesAnsweredWrongDirectly) {
+  Fixture f;  // answers \boxed{10} at once
+  int64_t failed = -1;
+  auto hard = KeepHardProblems(*f.env, {Problem("easy", "10"), Problem("hard", "12")}, 1, &failed);
+  ASSERT_TRUE(hard.ok());
+  ASSERT_EQ(hard->size(), 1u);
+  EXPECT_EQ((*hard)[0].id, "hard");
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(f.llm.calls(), (std::vector<std::string>{"terminate", "terminate"}));
+}
+
+}  // namespace
+}  // namespace allot::envs::rlot
