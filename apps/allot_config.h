@@ -9,6 +9,7 @@
 #include "core/config/schema.h"
 #include "core/run_config.h"
 #include "core/status.h"
+#include "envs/coger/coger_config.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/datasets/sampler.h"
 #include "envs/synthetic/chain_mdp.h"
@@ -29,10 +30,12 @@ namespace allot::apps {
 struct EnvSection {
   std::string name = "chain";
   envs::ChainMdpConfig chain;
+  envs::coger::CogerSettings coger;  // CogER's router env; endpoints, rewards, tools: the recipe's
 
   void Describe(config::Visitor& v) {
-    v.Field("name", name, {.doc = "episode environment", .choices = {"chain"}});
+    v.Field("name", name, {.doc = "episode environment", .choices = {"chain", "coger"}});
     v.Field("chain", chain);
+    v.Field("coger", coger, {.doc = "CogER routing, CoTool, L_min and prompts (Sec. 4)"});
   }
 };
 

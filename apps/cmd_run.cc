@@ -11,6 +11,7 @@
 #include "core/config/node.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
+#include "envs/coger/coger_eval.h"
 #include "trainer/dqn/navigator_eval.h"
 #include "trainer/dqn/navigator_export.h"
 
@@ -129,6 +130,12 @@ int Eval(const EvalArgs& a) {
     auto loaded = LoadConfig(config, {});
     if (!loaded.ok()) return Fail("eval", loaded.status());
     env = loaded->config.env.chain;
+    if (loaded->config.env.name == "coger") {  // CogER: router vs L1..L4 vs random (Table 4)
+      const AllotConfig& cfg = loaded->config;
+      envs::coger::CogerEnvConfig cc{cfg.env.coger, cfg.endpoints, cfg.gpu, cfg.rewards, cfg.tools};
+      return envs::coger::RunCogerEvalCommand(cc, cfg.eval_data, "", a.options.episodes,
+                                              a.options.seed, a.json, std::cout, std::cerr);
+    }
   }
   return trainer::RunNavigatorEval(run, env, a.options, a.json);
 }

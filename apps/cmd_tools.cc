@@ -1,9 +1,11 @@
-// allot tokenize | grade: small tools for debugging prompts and rewards.
+// allot tokenize | grade | reward: small tools for debugging prompts and rewards.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
+#include "apps/allot_config.h"
 #include "apps/commands.h"
+#include "envs/coger/reward_report.h"
 #include "models/tokenizer/tokenize_command.h"
 #include "rewards/grader.h"
 
@@ -35,6 +37,60 @@ void AddToolCommands(CLI::App& app, int* exit_code) {
   g->add_option("--format", grade->format, "boxed | choice | number | yesno | text");
   g->callback(
       [=] { *exit_code = rewards::RunGrade(grade->pred, grade->gold, grade->format, std::cout); });
+
+  struct RewardArgs {
+    std::string recipe, level_correct;
+    envs::coger::RewardReportRequest req;
+    int lmin = 0;
+  };
+  auto rw = std::make_shared<RewardArgs>();
+  CLI::App* r = app.add_subcommand(
+      "reward", "Print every reward component of one output under a recipe's rewards, as JSON");
+  r->add_option("--recipe", rw->recipe, "recipe file or name (configs/<name>.yaml)")->required();
+  r->add_option("--pred", rw->req.pred, "the policy's output (CogER: the router's, with its tag)")
+      ->required();
+  r->add_option("--gold", rw->req.gold, "the reference answer")->required();
+  r->add_option("--final", rw->req.final_answer,
+                "CogER L2-L4: the answering model's text the answer is read from");
+  r->add_option("--question", rw->req.question, "the question (for question-keyed terms)");
+  r->add_option("--format", rw->req.format, "answer format, overriding rewards.answer.format");
+  auto* lmin = r->add_option("--lmin", rw->lmin, "CogER L_min, the lowest level that solves it");
+  r->add_option("--level-correct", rw->level_correct,
+                "CogER per-level outcomes L1..L4, e.g. 0,1,1,1")
+      ->excludes(lmin);
+  r->callback([=] {
+    auto path = FindRecipe(rw->recipe);
+    if (!path.ok()) {
+      std::cerr << "allot reward: " << path.status().ToString() << "\n";
+      *exit_code = kExitError;
+      return;
+    }
+    auto loaded = LoadConfig(*path, {});
+    if (!loaded.ok()) {
+      std::cerr << "allot reward: " << loaded.status().ToString() << "\n";
+      *exit_code = kExitError;
+      return;
+    }
+    envs::coger::RewardReportRequest req = rw->req;
+    if (lmin->count() > 0) req.lmin = rw->lmin;
+    if (!rw->level_correct.empty()) {
+      auto lc = envs::coger::ParseLevelCorrect(rw->level_correct);
+      if (!lc.ok()) {
+        std::cerr << "allot reward: " << lc.status().ToString() << "\n";
+        *exit_code = kExitError;
+        return;
+      }
+      req.level_correct = *lc;
+    }
+    auto report = envs::coger::ExplainReward(loaded->config.rewards, req);
+    if (!report.ok()) {
+      std::cerr << "allot reward: " << report.status().ToString() << "\n";
+      *exit_code = kExitError;
+      return;
+    }
+    std::cout << report->dump(2) << "\n";
+    *exit_code = kExitOk;
+  });
 }
 
 }  // namespace allot::apps

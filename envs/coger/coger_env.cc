@@ -1,0 +1,368 @@
+#include "envs/coger/coger_env.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "core/config/binder.h"
+#include "core/config/node.h"
+#include "envs/runtime/prompt_template.h"
+#include "llm/client.h"
+#include "rewards/grader.h"
+
+namespace allot::envs::coger {
+namespace {
+
+using runtime::FailureReason;
+using runtime::SegmentRole;
+
+constexpr size_t kInfoChars = 4000;
+
+std::string Cut(const std::string& s) {
+  return s.size() <= kInfoChars ? s : s.substr(0, kInfoChars - 3) + "...";
+}
+
+struct PromptSlot {
+  const char* name;
+  std::string CogerPrompts::*text;
+  std::vector<std::string> vars;
+};
+
+const std::vector<PromptSlot>& PromptSlots() {
+  static const std::vector<PromptSlot> slots = {
+      {"router", &CogerPrompts::router, {"question"}},
+      {"l1_direct", &CogerPrompts::l1_direct, {"question"}},
+      {"l2_cot", &CogerPrompts::l2_cot, {"question"}},
+      {"l3_reasoning", &CogerPrompts::l3_reasoning, {"question"}},
+      {"cotool", &CogerPrompts::cotool, {"question", "max_tool_calls"}},
+      {"reason_in_tool",
+       &CogerPrompts::reason_in_tool,
+       {"question", "tool_query", "prev_reasoning", "tool_output"}},
+      {"tool_selection", &CogerPrompts::tool_selection, {"tool_list", "tool_query"}},
+  };
+  return slots;
+}
+
+Status CheckEndpoint(const llm::Client& client, const std::string& name, const char* field) {
+  if (client.endpoint(name) == nullptr) {
+    return InvalidArgument(std::string(field) + ": endpoint '" + name +
+                           "' is not in the endpoint pool");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolvePrompts(CogerPrompts& p) {
+  for (const PromptSlot& slot : PromptSlots()) {
+    std::string& text = p.*slot.text;
+    const std::string field = std::string("coger.prompts.") + slot.name;
+    if (text.empty()) {
+      Result<std::string> loaded = runtime::LoadTemplateFile(p.dir + "/" + slot.name + ".txt");
+      if (!loaded.ok()) return loaded.status().Annotate(field);
+      text = std::move(loaded).value();
+    }
+    std::map<std::string, std::string> vars;
+    for (const std::string& v : slot.vars) vars[v] = "x";
+    Result<std::string> rendered = runtime::RenderTemplate(text, vars, field);
+    if (!rendered.ok()) return rendered.status();
+    if (slot.vars[0] == "question" && text.find("{{question}}") == std::string::npos) {
+      return InvalidArgument(field + ": the template never uses {{question}}");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<CogerItem> ParseCogerItem(const std::string& text, rewards::AnswerFormat default_format) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument("dataset_item: not a JSON object");
+  }
+  CogerItem item;
+  auto str = [&](const char* key) -> std::string {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  item.question = str("question");
+  if (item.question.empty()) item.question = str("problem");
+  if (item.question.empty()) return InvalidArgument("dataset_item.question: missing or empty");
+  item.reference = str("answer");
+  if (item.reference.empty() && j.contains("answer") && j["answer"].is_number()) {
+    item.reference = j["answer"].dump();
+  }
+  if (item.reference.empty()) return InvalidArgument("dataset_item.answer: missing or empty");
+  if (auto it = j.find("options"); it != j.end() && it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) return InvalidArgument("dataset_item.options: not strings");
+      item.question += (i == 0 ? "\n\n" : "\n") + std::string(1, static_cast<char>('A' + i)) +
+                       ") " + (*it)[i].get<std::string>();
+    }
+  }
+  item.format = default_format;
+  if (std::string f = str("answer_format"); !f.empty() && f != "text") {
+    Result<rewards::AnswerFormat> parsed = rewards::ParseAnswerFormat(f);
+    if (!parsed.ok()) return parsed.status().Annotate("dataset_item.answer_format");
+    item.format = *parsed;
+  }
+  if (auto it = j.find("min_level"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return InvalidArgument("dataset_item.min_level: not an integer");
+    item.min_level = it->get<int>();
+  }
+  return item;
+}
+
+CogerEnv::~CogerEnv() = default;
+
+Result<std::unique_ptr<CogerEnv>> CogerEnv::Create(CogerEnvConfig config,
+                                                   std::shared_ptr<llm::Client> client) {
+  auto env = std::unique_ptr<CogerEnv>(new CogerEnv(std::move(config)));
+  CogerEnvConfig& c = env->config_;
+  ALLOT_RETURN_IF_ERROR(ResolvePrompts(c.coger.prompts));
+  if (client == nullptr) {
+    llm::ClientOptions options;
+    options.gpu = c.gpu;
+    ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<llm::Client> made,
+                           llm::Client::Create(c.endpoints, options));
+    client = std::move(made);
+  }
+  env->client_ = std::move(client);
+  const llm::Client& cl = *env->client_;
+  ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.coger.router_endpoint, "coger.router_endpoint"));
+  ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.coger.l2.endpoint, "coger.l2.endpoint"));
+  ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.coger.l3.endpoint, "coger.l3.endpoint"));
+  ALLOT_RETURN_IF_ERROR(
+      CheckEndpoint(cl, c.coger.cotool.model.endpoint, "coger.cotool.model.endpoint"));
+  if (c.coger.cotool.selector == "llm") {
+    ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.coger.cotool.selector_model.endpoint,
+                                        "coger.cotool.selector_model.endpoint"));
+  }
+  Result<rewards::AnswerFormat> format = rewards::ParseAnswerFormat(c.coger.answer_format);
+  if (!format.ok()) return format.status().Annotate("coger.answer_format");
+  env->default_format_ = *format;
+
+  ALLOT_ASSIGN_OR_RETURN(env->tools_, tools::BuildRstKit(c.tools));
+  ALLOT_ASSIGN_OR_RETURN(env->selector_, MakeToolSelector(c.coger.cotool, env->tools_.get(),
+                                                          c.coger.prompts.tool_selection));
+  env->cotool_ = std::make_unique<CoTool>(c.coger.cotool, env->tools_.get(), env->selector_.get(),
+                                          c.coger.prompts.cotool, c.coger.prompts.reason_in_tool);
+  ALLOT_ASSIGN_OR_RETURN(env->cache_, LevelOutcomeCache::Open(c.coger.lmin.cache_path));
+
+  // The hierarchy term's L_min comes from coger.lmin (CogER Eq. 6-8, notes.md). With no
+  // oracle a hierarchy term is a configuration error, never a silent 0.
+  bool hierarchy = false;
+  for (const auto& t : c.rewards.terms) hierarchy |= t.name == "hierarchy";
+  rewards::RewardDeps deps;
+  const std::string& oracle = c.coger.lmin.oracle;
+  if (oracle == "solver") {
+    ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.coger.lmin.l1_endpoint, "coger.lmin.l1_endpoint"));
+    c.rewards.hierarchy.oracle = "solver";
+    const CogerEnv* self = env.get();
+    deps.level_solver = [self](const rewards::RewardInput& in, int level) {
+      return self->SolvedAtLevel(in, level);
+    };
+  } else if (oracle == "dataset") {
+    c.rewards.hierarchy.oracle = "dataset";
+  } else if (oracle == "none") {
+    if (hierarchy) {
+      return InvalidArgument(
+          "coger.lmin.oracle: 'none', but rewards.terms has a hierarchy term, which needs "
+          "L_min (use 'solver' or 'dataset')");
+    }
+  } else {
+    return InvalidArgument("coger.lmin.oracle: unknown '" + oracle + "'");
+  }
+  ALLOT_ASSIGN_OR_RETURN(env->reward_, rewards::ComposedReward::Create(c.rewards, deps));
+  return env;
+}
+
+Result<std::unique_ptr<CogerEnv>> CogerEnv::FromConfigText(const std::string& text) {
+  CogerEnvConfig config;
+  if (!text.empty()) {
+    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
+    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
+  }
+  return Create(std::move(config));
+}
+
+Result<std::string> CogerEnvConfigText(CogerEnvConfig config) {
+  ALLOT_RETURN_IF_ERROR(ResolvePrompts(config.coger.prompts));
+  return config::ToYaml(config);
+}
+
+std::string CogerEnv::ConfigText() const {
+  CogerEnvConfig copy = config_;
+  return config::ToYaml(copy);
+}
+
+LevelAnswer CogerEnv::AnswerAtLevel(runtime::Episode& ep, const std::string& question, int level,
+                                    uint32_t step) const {
+  LevelAnswer out;
+  out.level = level;
+  const CogerSettings& s = config_.coger;
+  if (level == 4) {
+    // Delegate (Sec. 4.2): CoTool.
+    out.endpoint = s.cotool.model.endpoint;
+    out.cotool = cotool_->Run(ep, question, step == 0 ? 1 : step);
+    out.text = out.cotool.text;
+    out.failure = out.cotool.failure;
+    return out;
+  }
+  const std::string* tmpl = nullptr;
+  LevelModel model;
+  switch (level) {
+    case 1:
+      tmpl = &s.prompts.l1_direct;
+      model = {s.lmin.l1_endpoint, 0, 0.0};
+      break;
+    case 2:
+      tmpl = &s.prompts.l2_cot;
+      model = s.l2;
+      break;
+    case 3:
+      tmpl = &s.prompts.l3_reasoning;
+      model = s.l3;
+      break;
+    default:
+      out.failure = {FailureReason::kEnvError, "level " + std::to_string(level) + " outside 1..4"};
+      return out;
+  }
+  out.endpoint = model.endpoint;
+  Result<std::string> prompt =
+      runtime::RenderTemplate(*tmpl, {{"question", question}}, "coger.prompts");
+  if (!prompt.ok()) {
+    out.failure = runtime::Episode::FailureFrom(prompt.status(), FailureReason::kEnvError);
+    return out;
+  }
+  runtime::GenerateOptions o;
+  o.role = SegmentRole::kOtherModel;
+  o.max_tokens = model.max_tokens;
+  o.temperature = model.temperature;
+  o.step = step;
+  Result<runtime::Turn> turn = ep.CompleteText(model.endpoint, *prompt, o);
+  if (!turn.ok()) {
+    out.failure = runtime::Episode::FailureFrom(turn.status(), FailureReason::kEndpointError);
+    return out;
+  }
+  out.text = std::move(turn->text);
+  out.truncated = turn->truncated();
+  return out;
+}
+
+Result<bool> CogerEnv::SolvedAtLevel(const rewards::RewardInput& in, int level) const {
+  const std::string key = LevelOutcomeCache::Key(in.question, in.reference);
+  if (std::optional<bool> cached = cache_->Get(key, level)) return *cached;
+  runtime::EpisodeInput input;  // the oracle's own calls: not the episode's accounting
+  runtime::Episode ep(client_.get(), config_.coger.limits, input);
+  LevelAnswer a = AnswerAtLevel(ep, in.question, level);
+  if (a.failure.failed()) {
+    return Unavailable("L_min solver at L" + std::to_string(level) + ": " + a.failure.message);
+  }
+  const rewards::AnswerFormat format = in.format.value_or(default_format_);
+  const bool correct = rewards::Grade(a.text, in.reference, format).correct;
+  ALLOT_RETURN_IF_ERROR(cache_->Put(key, level, correct));
+  return correct;
+}
+
+Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
+  runtime::Trajectory traj;
+  traj.policy_version = input.policy_version();
+  Result<CogerItem> item = ParseCogerItem(input.dataset_item, default_format_);
+  if (!item.ok()) {
+    traj.failure = {FailureReason::kEnvError, item.status().ToString()};
+    return traj;
+  }
+  runtime::Episode ep(client_.get(), config_.coger.limits, input);
+  const CogerSettings& s = config_.coger;
+  runtime::Conversation conv(s.router_endpoint);
+  auto finish = [&](const Status& st, FailureReason otherwise) {
+    if (!st.ok()) traj.failure = runtime::Episode::FailureFrom(st, otherwise);
+    traj.segments = conv.TakeSegments();
+    ep.Finish(traj);
+    return traj;
+  };
+
+  // The router (App. B.1): prompt masked, its output the only trainable segment.
+  Result<std::string> prompt =
+      runtime::RenderTemplate(s.prompts.router, {{"question", item->question}}, "prompts.router");
+  if (!prompt.ok()) return finish(prompt.status(), FailureReason::kEnvError);
+  Status st = ep.AppendText(conv, SegmentRole::kPrompt, *prompt);
+  if (!st.ok()) return finish(st, FailureReason::kEndpointError);
+  runtime::GenerateOptions o;
+  o.role = SegmentRole::kPolicy;
+  const runtime::SamplingSpec& sp = input.sampling;
+  o.max_tokens = sp.max_tokens > 0 ? sp.max_tokens : s.router_max_tokens;
+  o.temperature = sp.temperature;
+  if (sp.top_p > 0) o.top_p = sp.top_p;
+  if (sp.top_k > 0) o.top_k = sp.top_k;
+  if (sp.seed != 0) o.seed = static_cast<int64_t>(sp.seed);
+  o.stop = sp.stop;
+  o.stop.push_back(config_.rewards.format.close_tag);
+  if (input.policy != nullptr &&
+      input.policy->kind == runtime::PolicySnapshot::Kind::kLoraAdapter) {
+    o.model = input.policy->adapter_name;
+  }
+  o.policy_version = input.policy_version();
+  Result<runtime::Turn> routed = ep.Generate(conv, o);
+  if (!routed.ok()) return finish(routed.status(), FailureReason::kEndpointError);
+  std::string router_text = routed->text;
+  // A server that leaves the stop string out of the text still reports it as stop_reason.
+  const std::string& close = config_.rewards.format.close_tag;
+  if (routed->stop_reason == close && router_text.find(close) == std::string::npos) {
+    router_text += close;
+  }
+  traj.info["router_output"] = Cut(router_text);
+  traj.info["router_finish"] = routed->finish_reason;
+
+  // Route (Sec. 4.2). A malformed tag routes nowhere: format, accuracy and hierarchy score it.
+  Result<rewards::LevelTag> tag = rewards::ParseLevelTag(router_text, config_.rewards.format);
+  std::string final_response;
+  if (!tag.ok()) {
+    traj.info["level"] = "none";
+    traj.info["format_error"] = tag.status().message();
+  } else {
+    traj.info["level"] = "L" + std::to_string(tag->level);
+    if (tag->level == 1) {
+      traj.info["answered_by"] = s.router_endpoint;
+    } else {
+      LevelAnswer a = AnswerAtLevel(ep, item->question, tag->level, 0);
+      traj.info["answered_by"] = a.endpoint;
+      if (a.truncated) traj.info["answer_truncated"] = "1";
+      if (tag->level == 4) {
+        traj.info["tool_queries"] = std::to_string(a.cotool.queries.size());
+        std::string names;
+        for (const std::string& t : a.cotool.tools) names += (names.empty() ? "" : ",") + t;
+        traj.info["tools"] = names;
+        if (a.cotool.hit_max_turns) traj.info["cotool_max_turns"] = "1";
+      }
+      traj.info["answer_text"] = Cut(a.text);
+      if (a.failure.failed()) {
+        traj.failure = a.failure;
+        return finish(Status::Ok(), FailureReason::kEnvError);
+      }
+      final_response = std::move(a.text);
+    }
+  }
+
+  // Rewards (Eq. 3-8).
+  rewards::RewardInput in;
+  in.question = item->question;
+  in.response = router_text;
+  in.final_response = final_response;
+  in.reference = item->reference;
+  in.format = item->format;
+  in.min_level = item->min_level;
+  Result<rewards::RewardBreakdown> b = reward_->Compute(in);
+  if (!b.ok()) return finish(b.status(), FailureReason::kEnvError);
+  for (const auto& term : config_.rewards.terms) traj.SetReward(term.name, b->values[term.name]);
+  traj.reward = b->total;
+  return finish(Status::Ok(), FailureReason::kEnvError);
+}
+
+void RegisterCogerEnv(runtime::EnvRegistrar& registry) {
+  registry.RegisterRuntimeEnv(
+      "coger", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
+        ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<CogerEnv> env, CogerEnv::FromConfigText(env_config));
+        return std::unique_ptr<runtime::Env>(std::move(env));
+      });
+}
+
+}  // namespace allot::envs::coger

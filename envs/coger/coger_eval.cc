@@ -1,0 +1,188 @@
+#include "envs/coger/coger_eval.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "envs/coger/coger_env.h"
+#include "rewards/grader.h"
+
+namespace allot::envs::coger {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void AddUsage(const llm::UsageReport& u, CogerMethodResult& r) {
+  r.cost_usd += u.total.cost_usd;
+  r.energy_j += u.total.energy_j;
+  r.llm_calls += u.total.calls;
+  r.tokens += u.total.prompt_tokens + u.total.completion_tokens;
+}
+
+int LevelOf(const std::string& info_level) {
+  if (info_level.size() == 2 && info_level[0] == 'L' && info_level[1] >= '1' &&
+      info_level[1] <= '4') {
+    return info_level[1] - '0';
+  }
+  return 0;
+}
+
+}  // namespace
+
+nlohmann::json CogerMethodResult::ToJson() const {
+  const double n = episodes > 0 ? static_cast<double>(episodes) : 1.0;
+  return {{"method", method},
+          {"episodes", episodes},
+          {"accuracy", accuracy()},
+          {"failed", failed},
+          {"cost_usd", cost_usd},
+          {"mean_cost_usd", cost_usd / n},
+          {"energy_j", energy_j},
+          {"mean_energy_j", energy_j / n},
+          {"mean_latency_s", latency_s / n},
+          {"llm_calls", llm_calls},
+          {"tokens", tokens},
+          {"levels",
+           {{"none", levels[0]},
+            {"L1", levels[1]},
+            {"L2", levels[2]},
+            {"L3", levels[3]},
+            {"L4", levels[4]}}}};
+}
+
+std::string CogerItemJson(const datasets::Example& e) {
+  nlohmann::json j = {{"question", e.PromptText()}, {"answer", e.answer}};
+  if (e.answer_format != "text") j["answer_format"] = e.answer_format;
+  if (e.extra.contains("min_level")) j["min_level"] = e.extra["min_level"];
+  return j.dump();
+}
+
+Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config,
+                                                    const std::vector<datasets::Example>& examples,
+                                                    const CogerEvalOptions& options) {
+  // Inference needs no L_min: accuracy is graded directly, so the hierarchy term is dropped.
+  CogerEnvConfig c = config;
+  c.rewards.terms = {{"format", 1.0}, {"accuracy", 1.0}};
+  c.coger.lmin.oracle = "none";
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<CogerEnv> env, CogerEnv::Create(c));
+  std::vector<std::string> methods = options.methods;
+  if (methods.empty()) methods = {"router", "L1", "L2", "L3", "L4", "random"};
+  for (const std::string& m : methods) {
+    if (m != "router" && m != "random" && LevelOf(m) == 0) {
+      return InvalidArgument("eval method '" + m + "': expected router, L1..L4 or random");
+    }
+  }
+  Result<rewards::AnswerFormat> default_format = rewards::ParseAnswerFormat(c.coger.answer_format);
+  if (!default_format.ok()) return default_format.status();
+  size_t n = examples.size();
+  if (options.limit > 0) n = std::min(n, static_cast<size_t>(options.limit));
+  if (n == 0) return InvalidArgument("eval: no examples");
+
+  std::vector<CogerMethodResult> results;
+  for (const std::string& method : methods) {
+    CogerMethodResult r;
+    r.method = method;
+    std::mt19937_64 rng(options.seed);
+    std::uniform_int_distribution<int> any_level(1, 4);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string item_json = CogerItemJson(examples[i]);
+      ++r.episodes;
+      const auto t0 = Clock::now();
+      if (method == "router") {
+        runtime::EpisodeInput in;
+        in.episode_id = "eval-" + std::to_string(i);
+        in.dataset_item = item_json;
+        in.sampling.temperature = 0.0;  // greedy routing at inference
+        if (!options.adapter.empty()) {
+          auto p = std::make_shared<runtime::PolicySnapshot>();
+          p->kind = runtime::PolicySnapshot::Kind::kLoraAdapter;
+          p->adapter_name = options.adapter;
+          in.policy = p;
+        }
+        Result<runtime::Trajectory> t = env->Run(in);
+        if (!t.ok()) return t.status();
+        r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        AddUsage(t->usage, r);
+        auto level = t->info.find("level");
+        ++r.levels[static_cast<size_t>(level == t->info.end() ? 0 : LevelOf(level->second))];
+        if (t->failure.failed()) {
+          ++r.failed;
+          continue;
+        }
+        for (const auto& [name, v] : t->rewards) {
+          if (name == "accuracy" && v > 0.5) ++r.correct;
+        }
+        continue;
+      }
+      const int level = method == "random" ? any_level(rng) : LevelOf(method);
+      ++r.levels[static_cast<size_t>(level)];
+      ALLOT_ASSIGN_OR_RETURN(CogerItem item, ParseCogerItem(item_json, *default_format));
+      runtime::EpisodeInput in;
+      runtime::Episode ep(&env->client(), c.coger.limits, in);
+      LevelAnswer a = env->AnswerAtLevel(ep, item.question, level);
+      r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      AddUsage(ep.usage(), r);
+      if (a.failure.failed()) {
+        ++r.failed;
+        continue;
+      }
+      if (rewards::Grade(a.text, item.reference, item.format).correct) ++r.correct;
+    }
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+void PrintCogerEval(const std::vector<CogerMethodResult>& results, std::ostream& out) {
+  char line[256];
+  std::snprintf(line, sizeof(line), "%-8s %6s %8s %7s %12s %12s %10s  %s\n", "method", "n",
+                "accuracy", "failed", "cost_usd", "energy_j", "latency_s",
+                "levels none/L1/L2/L3/L4");
+  out << line;
+  for (const CogerMethodResult& r : results) {
+    const double n = r.episodes > 0 ? static_cast<double>(r.episodes) : 1.0;
+    std::snprintf(line, sizeof(line),
+                  "%-8s %6lld %8.4f %7lld %12.6f %12.1f %10.3f  %lld/%lld/%lld/%lld/%lld\n",
+                  r.method.c_str(), static_cast<long long>(r.episodes), r.accuracy(),
+                  static_cast<long long>(r.failed), r.cost_usd / n, r.energy_j / n, r.latency_s / n,
+                  static_cast<long long>(r.levels[0]), static_cast<long long>(r.levels[1]),
+                  static_cast<long long>(r.levels[2]), static_cast<long long>(r.levels[3]),
+                  static_cast<long long>(r.levels[4]));
+    out << line;
+  }
+  out << "(cost, energy and latency are means per query)\n";
+}
+
+int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetConfig& data,
+                        const std::string& method, int64_t limit, uint64_t seed,
+                        const std::string& json_path, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const Status& s) {
+    err << "allot eval: " << s.ToString() << "\n";
+    return 1;
+  };
+  if (data.path.empty()) return fail(InvalidArgument("eval_data.path: empty"));
+  Result<datasets::Dataset> ds = datasets::LoadJsonl(data);
+  if (!ds.ok()) return fail(ds.status().Annotate("eval_data"));
+  CogerEvalOptions options;
+  options.limit = limit;
+  options.seed = seed;
+  if (!method.empty() && method != "all") {
+    std::stringstream ss(method);
+    for (std::string m; std::getline(ss, m, ',');) options.methods.push_back(m);
+  }
+  Result<std::vector<CogerMethodResult>> results = RunCogerEval(config, ds->examples, options);
+  if (!results.ok()) return fail(results.status());
+  PrintCogerEval(*results, out);
+  if (!json_path.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const CogerMethodResult& r : *results) j.push_back(r.ToJson());
+    std::ofstream f(json_path);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(Unavailable(json_path + ": cannot write"));
+  }
+  return 0;
+}
+
+}  // namespace allot::envs::coger

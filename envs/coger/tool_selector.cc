@@ -1,0 +1,107 @@
+#include "envs/coger/tool_selector.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "envs/runtime/prompt_template.h"
+
+namespace allot::envs::coger {
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// Strips one leading "calculate"/"compute"/"evaluate"/"what is" and a trailing "?" or ".".
+std::string StripVerb(const std::string& query) {
+  std::string q = Trim(query);
+  const std::string lower = Lower(q);
+  for (const char* verb : {"calculate", "compute", "evaluate", "what is", "what's"}) {
+    const std::string v = verb;
+    if (lower.rfind(v, 0) == 0) {
+      q = Trim(q.substr(v.size()));
+      if (!q.empty() && q[0] == ':') q = Trim(q.substr(1));
+      break;
+    }
+  }
+  while (!q.empty() && (q.back() == '?' || q.back() == '.')) q.pop_back();
+  return Trim(q);
+}
+
+bool IsArithmetic(const std::string& s) {
+  if (s.empty()) return false;
+  bool digit = false;
+  for (char c : s) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digit = true;
+    } else if (std::string_view("+-*/^().,% ").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return digit;
+}
+
+}  // namespace
+
+Result<tools::ToolCall> LlmToolSelector::Select(runtime::Episode& episode,
+                                                const std::string& query) {
+  ALLOT_ASSIGN_OR_RETURN(
+      std::string prompt,
+      runtime::RenderTemplate(prompt_,
+                              {{"tool_list", registry_->RenderToolList()}, {"tool_query", query}},
+                              "prompts.tool_selection"));
+  runtime::GenerateOptions o;
+  o.role = runtime::SegmentRole::kOtherModel;
+  o.max_tokens = model_.max_tokens;
+  o.temperature = model_.temperature;
+  ALLOT_ASSIGN_OR_RETURN(runtime::Turn turn, episode.CompleteText(model_.endpoint, prompt, o));
+  Result<tools::ToolCall> call = tools::ParseToolCall(turn.text);
+  if (!call.ok()) return call.status().Annotate("tool selection answer");
+  return call;
+}
+
+Result<tools::ToolCall> RuleToolSelector::Select(runtime::Episode&, const std::string& query) {
+  const std::string expr = StripVerb(query);
+  tools::ToolCall call;
+  if (IsArithmetic(expr) && registry_->Find("calculate") != nullptr) {
+    call.tool_name = "calculate";
+    call.parameters = {{"expression", expr}};
+    return call;
+  }
+  const std::string lower = Lower(expr);
+  if (lower.rfind("solve", 0) == 0 && expr.find('=') != std::string::npos &&
+      registry_->Find("solve") != nullptr) {
+    call.tool_name = "solve";
+    call.parameters = {{"equations", {Trim(expr.substr(5))}}};
+    return call;
+  }
+  if (registry_->Find("wiki_search") != nullptr) {
+    call.tool_name = "wiki_search";
+    call.parameters = {{"query", Trim(query)}};
+    return call;
+  }
+  return NotFound("no tool rule matches the query");
+}
+
+Result<std::unique_ptr<ToolSelector>> MakeToolSelector(const CoToolConfig& config,
+                                                       const tools::ToolRegistry* registry,
+                                                       const std::string& selection_prompt) {
+  if (config.selector == "rules")
+    return std::unique_ptr<ToolSelector>(new RuleToolSelector(registry));
+  if (config.selector == "llm") {
+    return std::unique_ptr<ToolSelector>(
+        new LlmToolSelector(registry, config.selector_model, selection_prompt));
+  }
+  return InvalidArgument("coger.cotool.selector: unknown '" + config.selector + "'");
+}
+
+}  // namespace allot::envs::coger
