@@ -28,10 +28,21 @@ std::vector<std::string> Distractors(const std::string& value, bool test,
                                      const KnowledgeWorld& world, SplitMix64& rng) {
   std::vector<std::string> pool;
   if (IsNumber(value)) {
+    // Numbers within 20 of the answer; how many lie below it is drawn uniformly, so the
+    // answer's rank among the options gives nothing away.
     const int64_t v = std::stoll(value);
-    for (int64_t d : {1, -1, 2, -2, 3, -3, 10, -10}) {
-      if (v + d >= 0) pool.push_back(std::to_string(v + d));
+    std::vector<int64_t> below, above;
+    for (int64_t d = 1; d <= 20; ++d) {
+      if (v - d >= 0) below.push_back(v - d);
+      above.push_back(v + d);
     }
+    rng.Shuffle(below);
+    rng.Shuffle(above);
+    const size_t n_below = std::min<size_t>(rng.Below(4), below.size());
+    for (size_t i = 0; i < 3; ++i) {
+      pool.push_back(std::to_string(i < n_below ? below[i] : above[i - n_below]));
+    }
+    return pool;
   } else {
     std::set<std::string> rivers, towns, trades;
     for (const Town& t : world.towns) {

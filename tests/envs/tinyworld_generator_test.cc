@@ -218,6 +218,22 @@ TEST(TinyWorldGeneratorTest, MultipleChoiceVariantsHoldTheAnswerOnce) {
   EXPECT_GT(mc, 50u);
 }
 
+TEST(TinyWorldGeneratorTest, TheAnswersRankAmongNumericOptionsGivesNothingAway) {
+  std::map<int, int> rank;  // how many options are smaller than the answer
+  int n = 0;
+  for (const TaskItem* t : All(SmallWorld())) {
+    if (!t->multiple_choice() || t->value.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    ++n;
+    int smaller = 0;
+    for (const auto& c : t->choices) smaller += std::stoll(c) < std::stoll(t->value);
+    ++rank[smaller];
+  }
+  ASSERT_GT(n, 100);
+  for (int r = 0; r < 4; ++r) EXPECT_GT(rank[r], n / 8) << "rank " << r << " of " << n;
+}
+
 TEST(TinyWorldGeneratorTest, SmallBucketsAreCappedAndUnknownBucketsRefused) {
   TinyWorldConfig c = SmallConfig();
   c.buckets = {"add1"};
