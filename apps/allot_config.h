@@ -12,6 +12,7 @@
 #include "envs/coger/coger_config.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/datasets/sampler.h"
+#include "envs/rlot/rlot_config.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "envs/tools/rstkit.h"
 #include "llm/endpoint_config.h"
@@ -31,11 +32,13 @@ struct EnvSection {
   std::string name = "chain";
   envs::ChainMdpConfig chain;
   envs::coger::CogerSettings coger;  // CogER's router env; endpoints, rewards, tools: the recipe's
+  envs::rlot::RlotEnvConfig rlot;  // RLoT's LLM logic blocks (dqn.distributed only)
 
   void Describe(config::Visitor& v) {
-    v.Field("name", name, {.doc = "episode environment", .choices = {"chain", "coger"}});
+    v.Field("name", name, {.doc = "episode environment", .choices = {"chain", "rlot", "coger"}});
     v.Field("chain", chain);
     v.Field("coger", coger, {.doc = "CogER routing, CoTool, L_min and prompts (Sec. 4)"});
+    v.Field("rlot", rlot, {.doc = "RLoT's LLM env; endpoints and prm default to the recipe's"});
   }
 };
 

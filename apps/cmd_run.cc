@@ -12,6 +12,7 @@
 #include "core/logging.h"
 #include "core/run_directory.h"
 #include "envs/coger/coger_eval.h"
+#include "envs/rlot/rlot_recipe.h"
 #include "trainer/dqn/navigator_eval.h"
 #include "trainer/dqn/navigator_export.h"
 
@@ -115,6 +116,7 @@ struct EvalArgs {
   std::string output_dir = "runs";
   std::string config;
   std::string json;
+  std::string method = "navigator";  // rlot: navigator | direct | fixed:<blocks>
   trainer::NavigatorEvalOptions options;
 };
 
@@ -135,6 +137,15 @@ int Eval(const EvalArgs& a) {
       envs::coger::CogerEnvConfig cc{cfg.env.coger, cfg.endpoints, cfg.gpu, cfg.rewards, cfg.tools};
       return envs::coger::RunCogerEvalCommand(cc, cfg.eval_data, "", a.options.episodes,
                                               a.options.seed, a.json, std::cout, std::cerr);
+    }
+    if (loaded->config.env.name == "rlot") {  // RLoT's LLM env on eval_data
+      const AllotConfig& cfg = loaded->config;
+      auto rlot = envs::rlot::CompleteRlotEnvConfig(cfg.env.rlot, cfg.endpoints, cfg.rewards.prm,
+                                                    loaded->source);
+      if (!rlot.ok()) return Fail("eval", rlot.status());
+      auto problems = envs::rlot::LoadProblems(cfg.eval_data, "eval_data");
+      if (!problems.ok()) return Fail("eval", problems.status());
+      return trainer::RunRlotEval(run, *rlot, *problems, a.options, a.method, a.json);
     }
   }
   return trainer::RunNavigatorEval(run, env, a.options, a.json);
@@ -190,6 +201,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--epsilon", ev->options.epsilon, "0 = greedy")->check(CLI::Range(0.0, 1.0));
   eval->add_option("--seed", ev->options.seed, "seed for epsilon trails");
   eval->add_option("--json", ev->json, "also write the report as JSON here");
+  eval->add_option("--method", ev->method,
+                   "rlot: navigator, direct, or fixed:<block>-<block> (e.g. fixed:reason-refine)");
   eval->callback([=] { *exit_code = Eval(*ev); });
 
   struct ExportArgs {

@@ -7,6 +7,7 @@
 #include "apps/commands.h"
 #include "core/logging.h"
 #include "envs/coger/coger_env.h"
+#include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
 #include "llm/serve/serve_command.h"
 #include "rollout/env.h"
@@ -81,6 +82,7 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
     rollout::WorkerConfig cfg = loaded.config.rollout.worker;
     if (!wa->listen.empty()) cfg.listen = wa->listen;
     envs::RegisterChainEnv(rollout::EnvRegistry::Global());
+    envs::rlot::RegisterRlotEnv(rollout::EnvRegistry::Global());
     envs::coger::RegisterCogerEnv(rollout::EnvRegistry::Global());
     Status s = rollout::RunRolloutWorker(cfg, rollout::EnvRegistry::Global());
     if (!s.ok()) {

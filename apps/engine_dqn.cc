@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "envs/rlot/rlot_recipe.h"
 #include "models/cpu_threads.h"
 #include "trainer/dqn/dqn_distributed.h"
 #include "trainer/dqn/dqn_learner.h"
@@ -27,10 +28,15 @@ int Finish(RunContext& ctx, const trainer::DqnRunOptions& options, trainer::DqnL
     std::cerr << "allot: could not write " << out << "\n";
     return kExitError;
   }
-  envs::ChainMdp probe(options.env);
-  spdlog::info("done: {} episodes, mean return (last 100) {:.3f}, greedy return {:.3f} of {:.3f}",
-               summary.episodes, summary.mean_return_last_100, summary.greedy_return,
-               probe.OptimalReturn());
+  if (options.env_name == "chain") {
+    envs::ChainMdp probe(options.env);
+    spdlog::info("done: {} episodes, mean return (last 100) {:.3f}, greedy return {:.3f} of {:.3f}",
+                 summary.episodes, summary.mean_return_last_100, summary.greedy_return,
+                 probe.OptimalReturn());
+  } else {
+    spdlog::info("done: {} {} episodes, mean return (last 100) {:.3f}", summary.episodes,
+                 options.env_name, summary.mean_return_last_100);
+  }
   spdlog::info("navigator weights: {}; metrics: {}", out, ctx.run.metrics_path());
   return kExitOk;
 }
@@ -83,10 +89,32 @@ int RunDqnEngine(RunContext& ctx) {
   options.checkpoint_dir = ctx.run.checkpoints_dir();
   if (options.dqn.state_dim != envs::ChainMdp::kStateDim ||
       options.dqn.num_actions != envs::ChainMdp::kNumActions) {
-    std::cerr << "allot: dqn.state_dim/num_actions must be 7/5 for env 'chain'\n";
+    std::cerr << "allot: dqn.state_dim/num_actions must be 7/5 for env '" << cfg.env.name << "'\n";
     return kExitError;
   }
-
+  if (cfg.env.name == "rlot") {
+    // RLoT's LLM env runs in rollout workers (in-process or remote) against the recipe's
+    // endpoints, on the train_data problems; the PRM request is rewards.prm.
+    if (!options.dqn.distributed) {
+      std::cerr << "allot: env 'rlot' trains through the actor/learner split: set "
+                   "dqn.distributed: true\n";
+      return kExitError;
+    }
+    auto env_config = envs::rlot::RlotEnvConfigForRun(cfg.env.rlot, cfg.endpoints,
+                                                       cfg.rewards.prm, ctx.loaded.source);
+    auto items = env_config.ok() ? envs::rlot::RlotDatasetItems(cfg.train_data)
+                                 : Result<std::vector<std::string>>(env_config.status());
+    if (!items.ok()) {
+      std::cerr << "allot: " << items.status().message() << "\n";
+      return kExitError;
+    }
+    options.env_name = "rlot";
+    options.env_config = *env_config;
+    options.dataset_items = std::move(items).value();
+    spdlog::info("rlot: {} training problems, LLM endpoint '{}', step scorer {}",
+                 options.dataset_items.size(), cfg.env.rlot.llm_endpoint,
+                 cfg.env.rlot.step_scorer);
+  }
   if (options.dqn.distributed) {
     trainer::DistributedDqnTrainer trainer(options, cfg.rollout);
     const int code = TrainAndFinish(ctx, options, trainer);

@@ -245,6 +245,7 @@ rt::EpisodeInput ToEpisodeInput(const EpisodeContext& ctx,
   in.sampling.max_tokens = s.max_tokens();
   in.sampling.seed = s.seed();
   in.sampling.stop.assign(s.stop().begin(), s.stop().end());
+  if (r.has_epsilon()) in.sampling.epsilon = r.epsilon();  // a Q-net navigator's exploration
   return in;
 }
 

@@ -31,7 +31,7 @@ v1::Trajectory RunEpisode(envs::ChainEnv& env,
   v1::EpisodeRequest req;
   req.set_episode_id("e");
   req.set_env("chain");
-  req.mutable_sampling()->set_temperature(epsilon);
+  req.set_epsilon(epsilon);
   req.set_seed(seed);
   rollout::EpisodeContext ctx;
   ctx.request = &req;

@@ -9,6 +9,7 @@
 #include "core/checkpoint_store.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
 #include "rollout/dispatcher.h"
 #include "rollout/worker.h"
@@ -54,6 +55,7 @@ DistributedDqnTrainer::DistributedDqnTrainer(DqnRunOptions options, rollout::Rol
   // Off-policy learning: transitions from older navigators are as good as any (Ape-X).
   rollout_.dispatcher.max_policy_lag = -1;
   envs::RegisterChainEnv(*registry_);
+  envs::rlot::RegisterRlotEnv(*registry_);
 }
 
 DistributedDqnTrainer::~DistributedDqnTrainer() = default;
@@ -127,7 +129,9 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
     return published;
   }
 
-  const std::string env_config = envs::ChainEnvConfigText(options_.env);
+  const std::string env_config = options_.env_config.empty()
+                                     ? envs::ChainEnvConfigText(options_.env)
+                                     : options_.env_config;
   const int64_t start_episode = learner_->episodes();
   // Ids are unique within the run and across restarts: remote workers that outlived an earlier
   // learner may still resend its trajectories, which must not pass for this run's episodes.
@@ -147,9 +151,14 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
            learner_->episodes() + outstanding < options_.total_episodes) {
       v1::EpisodeRequest req;
       req.set_episode_id(id_prefix + std::to_string(next_id));
-      req.set_env("chain");
+      req.set_env(options_.env_name);
       req.set_env_config(env_config);
-      req.mutable_sampling()->set_temperature(static_cast<float>(learner_->epsilon()));
+      // RLoT Sec. 3.3: the actors explore with the learner's epsilon, in its own field.
+      req.set_epsilon(learner_->epsilon());
+      if (!options_.dataset_items.empty()) {
+        const uint64_t n = static_cast<uint64_t>(start_episode) + next_id;
+        req.set_dataset_item(options_.dataset_items[n % options_.dataset_items.size()]);
+      }
       req.set_seed(EpisodeSeed(options_.seed, static_cast<uint64_t>(start_episode) + next_id));
       ++next_id;
       ++outstanding;

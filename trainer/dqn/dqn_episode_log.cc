@@ -4,15 +4,12 @@
 #include <string>
 
 #include "core/metrics_writer.h"
+#include "envs/rlot/logic_block.h"
 #include "trainer/dqn/dqn_learner.h"
 
 namespace allot::trainer {
 
-const char* BlockName(int action) {
-  // RLoT Section 3.2: 0 Reason, 1 Decompose, 2 Debate, 3 Refine, 4 Terminate.
-  static const char* kBlocks[] = {"reason", "decompose", "debate", "refine", "terminate"};
-  return action >= 0 && action < 5 ? kBlocks[action] : "other";
-}
+const char* BlockName(int action) { return envs::rlot::LogicBlockName(action); }
 
 void DqnEpisodeLog::AddStep(int applied_action, float reward, bool done) {
   ++histogram_[static_cast<size_t>(applied_action) % histogram_.size()];

@@ -5,6 +5,7 @@
 #include "core/checkpoint_store.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "envs/synthetic/chain_episode.h"
 #include "trainer/dqn/dqn_episode_log.h"
 #include "trainer/dqn/dqn_learner.h"
 
@@ -41,16 +42,11 @@ Status DqnTrainer::SaveCheckpoint() {
 double GreedyChainReturn(const envs::ChainMdpConfig& config, const models::NavigatorMlp& navigator,
                          std::vector<int>* actions) {
   envs::ChainMdp env(config);
-  auto s = env.Reset();
-  double ret = 0;
-  for (int i = 0; i < 64; ++i) {
-    auto step = env.Act(navigator.Greedy(s));
-    if (actions != nullptr) actions->push_back(step.applied_action);
-    ret += step.reward;
-    s = step.next_state;
-    if (step.done) break;
-  }
-  return ret;
+  return envs::RunChainEpisode(
+      env, [&](const envs::ChainMdp::State& s) { return navigator.Greedy(s); },
+      [&](const envs::ChainEpisodeStep& s) {
+        if (actions != nullptr) actions->push_back(s.step.applied_action);
+      });
 }
 
 double DqnTrainer::GreedyReturn(std::vector<int>* actions) const {
@@ -61,26 +57,26 @@ Result<DqnRunSummary> DqnTrainer::Run(MetricsWriter* metrics, ProgressBar* progr
   DqnEpisodeLog log;
   if (progress != nullptr) progress->Start(learner_->episodes());
   while (learner_->episodes() < options_.total_episodes) {
-    auto state = env_.Reset();
-    double ret = 0;
     int64_t steps = 0;
-    for (bool done = false; !done;) {
-      const int action = learner_->Act(state);
-      auto step = env_.Act(action);
-      log.AddStep(step.applied_action, step.reward, step.done);
-      Transition t;
-      t.state.assign(state.begin(), state.end());
-      t.action = step.applied_action;
-      t.reward = step.reward;
-      t.next_state.assign(step.next_state.begin(), step.next_state.end());
-      t.done = step.done;
-      ALLOT_RETURN_IF_ERROR(learner_->Observe(t));
-      if (auto u = learner_->MaybeUpdate()) log.AddUpdate(*u);
-      ret += step.reward;
-      ++steps;
-      state = step.next_state;
-      done = step.done;
-    }
+    Status observed = Status::Ok();
+    const double ret = envs::RunChainEpisode(
+        env_, [&](const envs::ChainMdp::State& s) { return learner_->Act(s); },
+        [&](const envs::ChainEpisodeStep& s) {
+          log.AddStep(s.step.applied_action, s.step.reward, s.step.done);
+          Transition t;
+          t.state.assign(s.state.begin(), s.state.end());
+          t.action = s.step.applied_action;
+          t.reward = s.step.reward;
+          t.next_state.assign(s.step.next_state.begin(), s.step.next_state.end());
+          t.done = s.step.done;
+          if (observed.ok()) observed = learner_->Observe(t);
+          if (observed.ok()) {
+            if (auto u = learner_->MaybeUpdate()) log.AddUpdate(*u);
+          }
+          ++steps;
+        },
+        [&] { return !observed.ok(); });
+    ALLOT_RETURN_IF_ERROR(observed);
     learner_->EndEpisode();
     log.EndEpisode(ret, steps);
 

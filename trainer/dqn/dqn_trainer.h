@@ -42,6 +42,11 @@ struct DqnRunOptions {
   int log_every = 1;
   uint64_t seed = 0;
   std::string checkpoint_dir;  // empty: no checkpoints
+  // dqn.distributed: the env the workers run ("chain" or "rlot"), its env_config text (empty:
+  // the chain's, from `env`), and the dataset items episodes cycle through (empty for chain).
+  std::string env_name = "chain";
+  std::string env_config;
+  std::vector<std::string> dataset_items;
 };
 
 struct DqnRunSummary {

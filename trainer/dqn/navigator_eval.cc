@@ -7,15 +7,13 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "envs/rlot/logic_block.h"
+#include "envs/rlot/rlot_eval.h"
+#include "envs/synthetic/chain_episode.h"
 #include "trainer/dqn/navigator_weights.h"
 
 namespace allot::trainer {
 namespace {
-
-const char* TitleBlock(int a) {
-  static const char* kBlocks[] = {"Reason", "Decompose", "Debate", "Refine", "Terminate"};
-  return a >= 0 && a < 5 ? kBlocks[a] : "Other";
-}
 
 struct Trail {
   std::vector<int> actions;  // applied
@@ -25,18 +23,15 @@ struct Trail {
 Trail RunTrail(const models::NavigatorMlp& nav, const envs::ChainMdpConfig& config, double epsilon,
                std::mt19937_64& rng) {
   envs::ChainMdp env(config);
-  auto s = env.Reset();
   std::uniform_real_distribution<double> coin(0, 1);
   std::uniform_int_distribution<int> any(0, envs::ChainMdp::kNumActions - 1);
   Trail t;
-  for (int i = 0; i < 64; ++i) {
-    const int a = (epsilon > 0 && coin(rng) < epsilon) ? any(rng) : nav.Greedy(s);
-    auto step = env.Act(a);
-    t.actions.push_back(step.applied_action);
-    t.ret += step.reward;
-    s = step.next_state;
-    if (step.done) break;
-  }
+  t.ret = envs::RunChainEpisode(
+      env,
+      [&](const envs::ChainMdp::State& s) {
+        return (epsilon > 0 && coin(rng) < epsilon) ? any(rng) : nav.Greedy(s);
+      },
+      [&](const envs::ChainEpisodeStep& s) { t.actions.push_back(s.step.applied_action); });
   return t;
 }
 
@@ -58,13 +53,7 @@ rewards::VoteResult SelfConsistentAnswer(int trails, const std::function<std::st
 }
 
 std::string BlockPattern(const std::vector<int>& actions) {
-  std::string out;
-  for (int a : actions) {
-    if (a == 4) continue;
-    if (!out.empty()) out += "-";
-    out += TitleBlock(a);
-  }
-  return out;
+  return envs::rlot::BlockPattern(actions);
 }
 
 NavigatorEvalReport EvaluateNavigatorOnChain(const models::NavigatorMlp& nav,
@@ -129,7 +118,7 @@ std::string FormatEvalReport(const NavigatorEvalReport& r) {
     << "mean steps: " << r.mean_steps << "\n"
     << "actions:";
   for (int a = 0; a < 5; ++a)
-    o << " " << TitleBlock(a) << "=" << r.action_histogram[static_cast<size_t>(a)];
+    o << " " << envs::rlot::LogicBlockTitle(a) << "=" << r.action_histogram[static_cast<size_t>(a)];
   o << "\n";
   // RLoT Table 5: the major k-step patterns.
   for (const auto& [len, counts] : r.patterns) {
@@ -150,7 +139,9 @@ std::string EvalReportJson(const NavigatorEvalReport& r) {
   j["self_consistent_accuracy"] = r.voted_accuracy;
   j["mean_steps"] = r.mean_steps;
   nlohmann::ordered_json actions = nlohmann::ordered_json::object();
-  for (int a = 0; a < 5; ++a) actions[TitleBlock(a)] = r.action_histogram[static_cast<size_t>(a)];
+  for (int a = 0; a < 5; ++a) {
+    actions[envs::rlot::LogicBlockTitle(a)] = r.action_histogram[static_cast<size_t>(a)];
+  }
   j["actions"] = actions;
   nlohmann::ordered_json patterns = nlohmann::ordered_json::object();
   for (const auto& [len, counts] : r.patterns) patterns[std::to_string(len)] = counts;
@@ -183,6 +174,76 @@ int RunNavigatorEval(const std::string& run_dir_or_checkpoint, const envs::Chain
   std::cout << "navigator: " << weights->source << "\n" << FormatEvalReport(report);
   if (!json_out.empty()) {
     Status s = WriteFileAtomic(json_out, EvalReportJson(report));
+    if (!s.ok()) {
+      std::cerr << "allot eval: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+Result<envs::rlot::ChooserFactory> RlotChooser(const std::string& run, const std::string& method,
+                                               double epsilon) {
+  if (method == "direct") return envs::rlot::FixedChooser({});
+  if (method.rfind("fixed:", 0) == 0) {
+    std::vector<int> blocks;
+    std::stringstream in(method.substr(6));
+    for (std::string name; std::getline(in, name, '-');) {
+      int found = -1;
+      for (int a = 0; a < envs::rlot::kNumLogicBlocks; ++a) {
+        if (name == envs::rlot::LogicBlockName(a)) found = a;
+      }
+      if (found < 0) return InvalidArgument("--method " + method + ": no block named '" + name + "'");
+      blocks.push_back(found);
+    }
+    return envs::rlot::FixedChooser(std::move(blocks));
+  }
+  if (method != "navigator") {
+    return InvalidArgument("--method " + method + ": expected navigator, direct or fixed:...");
+  }
+  ALLOT_ASSIGN_OR_RETURN(NavigatorWeights weights, LoadNavigatorWeights(run));
+  ALLOT_ASSIGN_OR_RETURN(models::NavigatorMlp mlp, weights.Mlp());
+  if (mlp.shape().state_dim != envs::rlot::kStateDim ||
+      mlp.shape().num_actions != envs::rlot::kNumLogicBlocks) {
+    return InvalidArgument(weights.source + ": the rlot env needs a 7 -> 5 navigator");
+  }
+  return envs::rlot::NavigatorChooser(
+      std::make_shared<const models::NavigatorMlp>(std::move(mlp)), epsilon);
+}
+
+}  // namespace
+
+int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::RlotEnvConfig& env,
+                const std::vector<envs::datasets::Example>& problems,
+                const NavigatorEvalOptions& options, const std::string& method,
+                const std::string& json_out) {
+  auto chooser = RlotChooser(run_dir_or_checkpoint, method, options.epsilon);
+  if (!chooser.ok()) {
+    std::cerr << "allot eval: " << chooser.status().message() << "\n";
+    return 1;
+  }
+  auto rlot = envs::rlot::RlotEnv::Create(env);
+  if (!rlot.ok()) {
+    std::cerr << "allot eval: " << rlot.status().message() << "\n";
+    return 1;
+  }
+  std::vector<envs::datasets::Example> subset = problems;
+  if (options.episodes > 0 && subset.size() > static_cast<size_t>(options.episodes)) {
+    subset.resize(static_cast<size_t>(options.episodes));
+  }
+  envs::rlot::RlotEvalOptions eo;
+  eo.trails = options.trails;
+  eo.seed = options.seed;
+  auto report = envs::rlot::EvaluateRlot(**rlot, subset, *chooser, method, eo);
+  if (!report.ok()) {
+    std::cerr << "allot eval: " << report.status().message() << "\n";
+    return 1;
+  }
+  std::cout << report->ToText();
+  if (!json_out.empty()) {
+    Status s = WriteFileAtomic(json_out, report->ToJson());
     if (!s.ok()) {
       std::cerr << "allot eval: " << s.message() << "\n";
       return 1;

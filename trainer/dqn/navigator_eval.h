@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "envs/datasets/example.h"
+#include "envs/rlot/rlot_config.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "models/navigator_mlp.h"
 #include "rewards/majority_vote.h"
@@ -64,5 +66,15 @@ std::string EvalReportJson(const NavigatorEvalReport& report);
 // Returns the exit code (0 ok, 1 error).
 int RunNavigatorEval(const std::string& run_dir_or_checkpoint, const envs::ChainMdpConfig& env,
                      const NavigatorEvalOptions& options, const std::string& json_out = "");
+
+// `allot eval` on an rlot recipe (RLoT Sec. 4.1): every problem is solved `trails` times by the
+// LLM env and voted by equivalent answers, ties broken by `options.seed`. `method` is
+// "navigator" (the greedy navigator of `run_dir_or_checkpoint`, `options.epsilon` > 0 perturbs
+// it), "direct" (answer at once), or "fixed:<block>-<block>..." (a fixed block sequence, e.g.
+// fixed:reason-reason-refine). `env` is complete (rlot_recipe.h). Returns the exit code.
+int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::RlotEnvConfig& env,
+                const std::vector<envs::datasets::Example>& problems,
+                const NavigatorEvalOptions& options, const std::string& method,
+                const std::string& json_out = "");
 
 }  // namespace allot::trainer

@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/checkpoint_store.h"
 #include "core/safetensors.h"
+#include "envs/rlot/logic_block.h"
 
 namespace allot::trainer {
 namespace {
@@ -131,12 +132,7 @@ Result<NavigatorWeights> LoadNavigatorWeights(const std::string& path) {
 }
 
 std::vector<std::string> NavigatorActionNames(int num_actions) {
-  std::vector<std::string> names;
-  static const char* kBlocks[] = {"reason", "decompose", "debate", "refine", "terminate"};
-  for (int a = 0; a < num_actions; ++a) {
-    names.push_back(num_actions == 5 ? kBlocks[a] : "action_" + std::to_string(a));
-  }
-  return names;
+  return envs::rlot::ActionNames(num_actions);
 }
 
 }  // namespace allot::trainer
