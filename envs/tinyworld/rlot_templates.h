@@ -2,7 +2,9 @@
 // byte-level models). envs/rlot fills them with its own FillTemplate ({name} placeholders,
 // unknown names left as they are) from configs/prompts/tinyworld/rlot/<name>.txt, whose text
 // equals these constants (tests compare them); sft_data.cc renders its RLoT records from the
-// same strings, so training and the env send the same bytes.
+// same strings, so training and the env send the same bytes. The env drops the trailing newline
+// of a template file, so those records' prompts end at the instruction and their completions
+// begin with the newline (the env trims replies).
 //
 // Values as the RLoT env sets them: {steps} is "Step i: <text>" lines or "(none yet)";
 // {subtasks} "Subtask<i>: <text>" lines; {results} "Subtask<i>: <text>\nResult: <r>" lines or

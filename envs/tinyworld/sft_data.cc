@@ -244,7 +244,11 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
                   std::map<std::string, std::string> vars, std::string completion) {
     vars["question"] = q;
     if (!vars.count("steps")) vars["steps"] = RlotSteps(steps, k);
-    out.push_back({FillRlot(t.text, vars), std::move(completion), format, item.id});
+    // The env drops a template's trailing newline and trims the reply: the prompt ends at the
+    // instruction and the completion starts on the next line.
+    std::string prompt = FillRlot(t.text, vars);
+    while (!prompt.empty() && prompt.back() == '\n') prompt.pop_back();
+    out.push_back({std::move(prompt), "\n" + completion, format, item.id});
   };
   if (on("self_eval") || on("refine")) {
     // RLoT Table 1 state and the Refine block on the same prefix: the newest step is either

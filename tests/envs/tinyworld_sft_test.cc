@@ -22,10 +22,31 @@ std::map<std::string, const TaskItem*> ItemsById() {
   return out;
 }
 
+// The RLoT formats: rendered from rlot_templates.h as envs/rlot sends them.
+bool IsRlot(const std::string& format) {
+  static const std::set<std::string> kRlot = {
+      "self_eval",     "refine",    "reason_step", "has_answer",  "final",      "decompose",
+      "solve_subtask", "summarize", "plans",       "choose_plan", "follow_plan"};
+  return kRlot.count(format) > 0;
+}
+
+// The records of one format; RLoT records as the model sees them in the env (prompt with its
+// line end, completion after it), so that every format reads the same below.
 std::vector<const SftRecord*> Records(const std::string& format) {
+  static const auto* normalized = [] {
+    auto* m = new std::map<std::string, std::vector<SftRecord>>();
+    for (SftRecord r : SmallWorld().sft) {
+      if (IsRlot(r.format)) {
+        r.prompt += "\n";
+        r.completion.erase(0, 1);
+      }
+      (*m)[r.format].push_back(std::move(r));
+    }
+    return m;
+  }();
   std::vector<const SftRecord*> out;
-  for (const SftRecord& r : SmallWorld().sft) {
-    if (r.format == format) out.push_back(&r);
+  if (auto it = normalized->find(format); it != normalized->end()) {
+    for (const SftRecord& r : it->second) out.push_back(&r);
   }
   return out;
 }
@@ -57,7 +78,13 @@ TEST(TinyWorldSftTest, EveryFormatIsWrittenFromTrainItemsOnly) {
     ASSERT_TRUE(items.count(r.item_id)) << r.item_id << " is not a train item";
     // Byte-level models: plain ASCII, and the prompt ends with its one-line instruction.
     for (unsigned char c : r.prompt + r.completion) ASSERT_LT(c, 0x80) << r.item_id;
-    ASSERT_EQ(r.prompt.back(), '\n') << r.item_id;
+    if (IsRlot(r.format)) {
+      // envs/rlot drops the template's trailing newline and trims the reply.
+      ASSERT_NE(r.prompt.back(), '\n') << r.item_id;
+      ASSERT_EQ(r.completion.front(), '\n') << r.item_id;
+    } else {
+      ASSERT_EQ(r.prompt.back(), '\n') << r.item_id;
+    }
     ASSERT_FALSE(r.completion.empty()) << r.item_id;
   }
   const auto all = SftFormats();
