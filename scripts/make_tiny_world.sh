@@ -3,8 +3,8 @@
 #   1. the data: tasks with train/test splits, the fictional knowledge corpus the search tool
 #      indexes, and the SFT data of the tiny models (`allot tinyworld generate`), checked byte
 #      for byte against configs/tinyworld/manifest.json;
-#   2. the model pool: tiny Qwen2 transformers trained from scratch with `allot sft` (not yet:
-#      the SFT engine is landing in trainer/sft/; this stage will follow it).
+#   2. the model pool: tiny Qwen2 transformers trained from scratch with `allot sft` on
+#      sft_train.jsonl (not yet: the tier configs and their recipes are still to come).
 #
 # Usage: scripts/make_tiny_world.sh [--out DIR] [--seed N] [--no-check]
 #   --out DIR   where the data goes (default: runs/tinyworld/data, or $ALLOT_TINYWORLD_DIR)
@@ -38,4 +38,4 @@ if [[ $check == 1 && $seed == 1 ]]; then
 fi
 "$ALLOT" "${args[@]}"
 
-echo "==> [tiny world] models: not built here yet (waits for the allot sft engine)"
+echo "==> [tiny world] models: not built by this script yet (the pool's tier recipes are still to come)"
