@@ -111,7 +111,10 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
           comm->impl_->store, env.rank, env.world_size, gloo_options);
     } else {
 #ifdef ALLOT_WITH_CUDA
-      c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.local_rank));
+      // LOCAL_RANK picks the GPU; a launcher that shows each rank one GPU makes it device 0.
+      const int devices = static_cast<int>(c10::cuda::device_count());
+      if (devices == 0) return InvalidArgument(comm->Where() + ": nccl backend but no GPU");
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.local_rank % devices));
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = timeout;
       comm->impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(

@@ -57,6 +57,8 @@ class Communicator {
   // "none" (world of one), "gloo" or "nccl".
   const std::string& backend() const { return backend_; }
   const CommOptions& options() const { return options_; }
+  // The engine's bucket size (its config) for the collectives that follow; <= 0 = one bucket.
+  void set_bucket_bytes(int64_t bytes) { options_.bucket_bytes = bytes; }
 
   // In place: every tensor becomes the sum / the mean over ranks. Tensors are packed into
   // buckets of options().bucket_bytes (flatten -> all-reduce -> unflatten).

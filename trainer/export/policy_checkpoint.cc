@@ -42,13 +42,46 @@ Status SavePolicyCheckpoint(const models::CausalLMImpl& model, const std::string
   return WriteFileAtomic(dir + "/policy.json", meta.dump(2) + "\n");
 }
 
+namespace {
+
+// A PEFT directory: the base model is the one its adapter_config.json names.
+Result<PolicyCheckpointInfo> ReadPeftDirectory(const std::string& dir) {
+  const std::string path = dir + "/adapter_config.json";
+  std::string text;
+  ALLOT_RETURN_IF_ERROR(ReadFile(path, &text));
+  ALLOT_ASSIGN_OR_RETURN(models::AdapterConfig config, models::ParseAdapterConfig(text, path));
+  PolicyCheckpointInfo info;
+  info.format = PolicyFormat::kAdapter;
+  info.base_model = config.base_model_name_or_path;
+  info.dtype = "auto";
+  info.dir = dir;
+  return info;
+}
+
+}  // namespace
+
+bool HasPolicyCheckpoint(const std::string& dir) {
+  std::error_code ec;
+  const fs::path p(dir);
+  return fs::exists(p / kPolicyDirName / "policy.json", ec) ||
+         fs::exists(p / "adapter" / "adapter_config.json", ec) ||
+         fs::exists(p / "adapter_config.json", ec);
+}
+
 Result<PolicyCheckpointInfo> ReadPolicyCheckpoint(const std::string& checkpoint_dir) {
   PolicyCheckpointInfo info;
   info.dir = (fs::path(checkpoint_dir) / kPolicyDirName).string();
   const std::string path = info.dir + "/policy.json";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    for (const fs::path& peft : {fs::path(checkpoint_dir) / "adapter", fs::path(checkpoint_dir)}) {
+      if (fs::exists(peft / "adapter_config.json", ec)) return ReadPeftDirectory(peft.string());
+    }
+  }
   std::string text;
   if (Status s = ReadFile(path, &text); !s.ok()) {
-    return NotFound(path + ": no policy in this checkpoint (" + s.message() + ")");
+    return NotFound(path + ": no policy in this checkpoint (" + s.message() +
+                    "; nor a PEFT adapter/ directory)");
   }
   nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!meta.is_object()) return DataLoss(path + ": not a JSON object");

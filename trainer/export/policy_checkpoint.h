@@ -38,8 +38,13 @@ struct PolicyCheckpointInfo {
 Status SavePolicyCheckpoint(const models::CausalLMImpl& model, const std::string& checkpoint_dir,
                             const std::string& base_model, const std::string& tokenizer = "");
 
-// Reads CHECKPOINT_DIR/policy/policy.json. Errors name the file and the field.
+// Reads CHECKPOINT_DIR/policy/policy.json. Errors name the file and the field. Also accepted, as
+// format "adapter" with the base model that adapter_config.json names: a checkpoint holding a
+// PEFT directory `adapter/` (the GRPO engine's), and a PEFT directory itself.
 Result<PolicyCheckpointInfo> ReadPolicyCheckpoint(const std::string& checkpoint_dir);
+
+// Whether DIR holds a policy in one of the layouts ReadPolicyCheckpoint accepts.
+bool HasPolicyCheckpoint(const std::string& dir);
 
 // The trained policy: the base model with the adapter attached (format "adapter"), or the full
 // weights (format "full"). `base_model` overrides the recorded base directory when not empty.

@@ -31,10 +31,11 @@ const std::vector<std::string>& TokenizerFileNames() {
 
 Result<std::string> ResolvePolicyCheckpoint(const std::string& run) {
   std::error_code ec;
-  const fs::path path(run);
+  fs::path path = fs::path(run).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();  // "run/" -> "run"
   if (!fs::is_directory(path, ec)) return NotFound("export: no directory " + run);
   if (fs::exists(path / "policy.json", ec)) return path.parent_path().string();
-  if (fs::exists(path / kPolicyDirName / "policy.json", ec)) return path.string();
+  if (HasPolicyCheckpoint(path.string())) return path.string();
   const fs::path checkpoints = path / "checkpoints";
   if (!fs::is_directory(checkpoints, ec)) {
     return NotFound("export: " + run + " is neither a run directory (no checkpoints/) nor a " +
@@ -115,6 +116,10 @@ Result<std::string> ExportPolicy(const std::string& checkpoint_dir,
   // Loading the policy checks that the adapter fits the base model before anything is written.
   models::LoadOptions load;
   load.dtype = info.dtype.empty() ? "auto" : info.dtype;
+  if (info.format == PolicyFormat::kAdapter && info.base_model.empty() &&
+      options.base_model.empty()) {
+    return InvalidArgument("export: " + info.dir + " names no base model; pass --base-model");
+  }
   ALLOT_ASSIGN_OR_RETURN(auto model,
                          LoadPolicyCheckpoint(checkpoint_dir, load, options.base_model));
   const std::string base = options.base_model.empty() ? info.base_model : options.base_model;
