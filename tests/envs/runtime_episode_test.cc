@@ -201,7 +201,10 @@ TEST_F(RuntimeEpisodeTest, CancellationAndDeadlineStopBeforeCalling) {
   EXPECT_EQ(server_.requests().size(), 0u);
 }
 
-TEST_F(RuntimeEpisodeTest, CancelledWhileAnEndpointIsSlow) {
+// Seconds: the scripted reply is held back for 3 s and torn down at the end.
+using RuntimeEpisodeIntegrationTest = RuntimeEpisodeTest;
+
+TEST_F(RuntimeEpisodeIntegrationTest, CancelledWhileAnEndpointIsSlow) {
   Reply slow = Reply::Json(Sampled("a", {5}));
   slow.delay_ms = 3000;
   server_.Script("/v1/completions", {slow});
