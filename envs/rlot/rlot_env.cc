@@ -357,13 +357,14 @@ Result<runtime::Trajectory> RlotEnv::Run(const runtime::EpisodeInput& input) {
   }
   // RLoT Sec. 3.3: epsilon-greedy in training (the learner's epsilon), greedy at inference.
   double epsilon = input.sampling.epsilon.value_or(0.0);
-  if (*nav == nullptr) epsilon = 1.0;
   if (!(epsilon >= 0.0 && epsilon <= 1.0)) {
     runtime::Trajectory t;
+    t.policy_version = input.policy_version();
     t.failure = {FailureReason::kEnvError,
                  "epsilon " + std::to_string(epsilon) + " is outside [0, 1]"};
     return t;
   }
+  if (*nav == nullptr) epsilon = 1.0;  // no navigator yet: uniform
   auto rng = std::make_shared<std::mt19937_64>(input.seed);
   std::shared_ptr<const models::NavigatorMlp> mlp = *nav;
   return RunWith(input, [rng, mlp, epsilon](const State& s, int) {

@@ -217,7 +217,8 @@ TEST(RlotEnvTest, EveryBlockMakesItsCallsInOrder) {
   EXPECT_EQ(t->transitions[0].state, std::vector<float>(7, 0.0f));  // nothing evaluated yet
   EXPECT_EQ(t->transitions[0].next_state, std::vector<float>(kEvalState.begin(), kEvalState.end()));
   EXPECT_EQ(t->transitions[1].state, t->transitions[0].next_state);
-  EXPECT_EQ(t->step_rewards, (std::vector<double>{0.1, 0.2, 0.30000000000000004, 0.3, 1.0}));
+  ASSERT_EQ(t->step_rewards.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(t->step_rewards[i], rewards[i], 1e-6) << i;
   ASSERT_EQ(t->rewards.size(), 2u);
   EXPECT_EQ(t->rewards[0].first, "outcome");
   EXPECT_DOUBLE_EQ(t->rewards[0].second, 1.0);
