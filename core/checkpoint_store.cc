@@ -151,47 +151,67 @@ void CheckpointStore::ApplyRetention() {
   }
 }
 
+Result<CheckpointManifest> ParseCheckpointManifest(std::string_view text,
+                                                   const std::string& where) {
+  const json m = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded()) return DataLoss(where + ": not valid JSON");
+  // Every field is type-checked before it is read: nlohmann's value() and get() throw on a
+  // wrong type, and a manifest is data from disk, so a wrong type must skip the checkpoint.
+  const auto is_string = [&m](const char* key) { return m.contains(key) && m[key].is_string(); };
+  if (!m.is_object() || !is_string("format") || m["format"].get<std::string>() != kFormat ||
+      !m.contains("step") || !m["step"].is_number_integer() || !m.contains("files") ||
+      !m["files"].is_object()) {
+    return DataLoss(where + ": not an allot checkpoint manifest");
+  }
+  if (m.contains("allot_version") && !m["allot_version"].is_string()) {
+    return DataLoss(where + ": allot_version: expected a string, got " + m["allot_version"].dump());
+  }
+  CheckpointManifest manifest;
+  manifest.step = m["step"].get<int64_t>();
+  manifest.allot_version = is_string("allot_version") ? m["allot_version"].get<std::string>() : "";
+  for (const auto& [rel, entry] : m["files"].items()) {
+    if (rel.empty() || rel.find("..") != std::string::npos || rel[0] == '/') {
+      return DataLoss(where + ": file name '" + rel + "' escapes the checkpoint");
+    }
+    if (!entry.is_object() || !entry.contains("bytes") || !entry["bytes"].is_number_unsigned() ||
+        !entry.contains("sha256") || !entry["sha256"].is_string()) {
+      return DataLoss(where + ": files[\"" + rel +
+                      "\"]: expected {\"sha256\": string, \"bytes\": unsigned integer}, got " +
+                      entry.dump());
+    }
+    manifest.files.push_back(
+        {rel, entry["sha256"].get<std::string>(), entry["bytes"].get<uint64_t>()});
+  }
+  return manifest;
+}
+
 Result<CheckpointInfo> CheckpointStore::Verify(const std::string& step_dir) const {
   std::string text;
   const std::string manifest_path = (fs::path(step_dir) / kManifest).string();
   if (Status s = ReadFile(manifest_path, &text); !s.ok()) return DataLoss(s.message());
-  json m;
-  try {
-    m = json::parse(text);
-  } catch (const std::exception& e) {
-    return DataLoss(manifest_path + ": not valid JSON: " + e.what());
-  }
-  if (!m.is_object() || m.value("format", "") != kFormat || !m.contains("step") ||
-      !m["step"].is_number_integer() || !m.contains("files") || !m["files"].is_object()) {
-    return DataLoss(manifest_path + ": not an allot checkpoint manifest");
-  }
+  ALLOT_ASSIGN_OR_RETURN(CheckpointManifest m, ParseCheckpointManifest(text, manifest_path));
   CheckpointInfo info;
-  info.step = m["step"].get<int64_t>();
+  info.step = m.step;
   info.path = step_dir;
-  info.allot_version = m.value("allot_version", "");
+  info.allot_version = m.allot_version;
   int64_t dir_step = -1;
   if (!ParseStepDir(fs::path(step_dir).filename().string(), &dir_step) || dir_step != info.step) {
     return DataLoss(manifest_path + ": step " + std::to_string(info.step) +
                     " does not match the directory name");
   }
-  for (auto it = m["files"].begin(); it != m["files"].end(); ++it) {
-    const std::string rel = it.key();
-    if (rel.find("..") != std::string::npos || (!rel.empty() && rel[0] == '/')) {
-      return DataLoss(manifest_path + ": file name '" + rel + "' escapes the checkpoint");
-    }
-    const fs::path p = fs::path(step_dir) / rel;
+  for (const CheckpointManifest::File& file : m.files) {
+    const fs::path p = fs::path(step_dir) / file.name;
     std::error_code ec;
     const auto size = fs::file_size(p, ec);
     if (ec) return DataLoss(p.string() + ": missing");
-    if (!it.value().is_object() || it.value().value("bytes", uint64_t{0}) != size) {
+    if (file.bytes != size) {
       return DataLoss(p.string() + ": size " + std::to_string(size) +
                       " does not match the manifest");
     }
     auto digest = Sha256File(p.string());
     if (!digest.ok()) return DataLoss(digest.status().message());
-    if (*digest != it.value().value("sha256", "")) {
+    if (*digest != file.sha256)
       return DataLoss(p.string() + ": sha256 does not match the manifest");
-    }
   }
   return info;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -24,6 +25,21 @@ struct CheckpointInfo {
   std::string path;           // the step directory
   std::string allot_version;  // of the writer
 };
+
+// A parsed manifest.json. Every field is type-checked: a manifest is data from disk.
+struct CheckpointManifest {
+  struct File {
+    std::string name;  // relative to the step directory, never escaping it
+    std::string sha256;
+    uint64_t bytes = 0;
+  };
+  int64_t step = 0;
+  std::string allot_version;
+  std::vector<File> files;
+};
+
+// Parses and checks manifest.json text; `where` (its path) prefixes every error (DataLoss).
+Result<CheckpointManifest> ParseCheckpointManifest(std::string_view text, const std::string& where);
 
 class CheckpointStore {
  public:

@@ -92,6 +92,47 @@ TEST(CheckpointStoreTest, CorruptNewestIsSkippedWithReason) {
   EXPECT_NE(skipped[1].find("manifest.json"), std::string::npos) << skipped[1];
 }
 
+// A manifest field of the wrong type used to throw nlohmann::type_error out of LoadLatest (and
+// abort `allot resume`); each such checkpoint must be skipped like a bad checksum.
+TEST(CheckpointStoreTest, WrongTypedManifestFieldsAreSkipped) {
+  TempDir dir;
+  CheckpointStore store(dir.path(), 0);
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"bytes\": 256", "\"bytes\": \"256\""},
+      {"\"format\": \"allot-checkpoint/1\"", "\"format\": 1"},
+      {"\"allot_version\": \"", "\"allot_version\": [\""},
+      {"\"sha256\": \"", "\"sha256\": [\""},
+      {"\"bytes\": 256", "\"bytes\": -256"},
+  };
+  const int64_t steps = static_cast<int64_t>(edits.size()) + 1;
+  for (int64_t step = 1; step <= steps; ++step) {
+    ASSERT_TRUE(
+        store.Save(step, [&](const std::string& d) { return WriteStep(d, step, 256); }).ok());
+  }
+  for (size_t i = 0; i < edits.size(); ++i) {
+    const std::string path =
+        dir.Join(CheckpointStore::StepDirName(static_cast<int64_t>(i) + 2) + "/manifest.json");
+    std::string text;
+    ASSERT_TRUE(ReadFile(path, &text).ok());
+    const size_t at = text.find(edits[i].first);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, edits[i].first.size(), edits[i].second);
+    if (edits[i].second.back() == '"' && edits[i].second.find('[') != std::string::npos) {
+      const size_t close = text.find('"', at + edits[i].second.size());
+      text.insert(close + 1, "]");
+    }
+    ASSERT_TRUE(WriteFileAtomic(path, text).ok());
+  }
+  std::vector<std::string> skipped;
+  Result<CheckpointInfo> latest = NotFound("not run");
+  ASSERT_NO_THROW(latest = store.LoadLatest(&skipped));
+  ASSERT_TRUE(latest.ok()) << latest.status().message();
+  EXPECT_EQ(latest->step, 1);
+  EXPECT_TRUE(ContentMatches(*latest, 256));
+  ASSERT_EQ(skipped.size(), edits.size());
+  EXPECT_NE(skipped.back().find("files[\"weights.bin\"]"), std::string::npos) << skipped.back();
+}
+
 TEST(CheckpointStoreTest, TruncatedFileIsSkipped) {
   TempDir dir;
   CheckpointStore store(dir.path(), 0);
