@@ -14,11 +14,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Registers every ${ENV}-derived value as a log secret.
-void RegisterSecrets(const config::ConfigNode& n) {
-  if (n.is_scalar() && n.secret()) RegisterSecret(n.scalar());
-  for (const auto& [k, v] : n.entries()) RegisterSecrets(v);
-  for (const auto& v : n.items()) RegisterSecrets(v);
+// Registers the values of keys named like secrets (api_key, token, password, ...) as log
+// secrets before the config is bound, so that not even a load error can show one. Values of
+// fields marked secret follow from Load. Other values, interpolated or not ("router",
+// "http://127.0.0.1:8000"), stay readable in logs.
+void RegisterSecrets(const config::ConfigNode& n, bool secret_key) {
+  if (n.is_scalar() && secret_key && !n.scalar().empty()) RegisterSecret(n.scalar());
+  for (const auto& [k, v] : n.entries()) RegisterSecrets(v, config::IsSecretKey(k));
+  for (const auto& v : n.items()) RegisterSecrets(v, secret_key);
 }
 
 std::string ExecutableDir() {
@@ -33,10 +36,13 @@ Result<LoadedConfig> LoadConfig(const std::string& path,
                                 const std::vector<std::string>& overrides) {
   ALLOT_ASSIGN_OR_RETURN(config::ConfigNode root, config::LoadFile(path));
   for (const auto& o : overrides) ALLOT_RETURN_IF_ERROR(config::ApplyOverride(root, o));
-  RegisterSecrets(root);
+  RegisterSecrets(root, false);
   LoadedConfig loaded;
   loaded.source = path;
-  ALLOT_RETURN_IF_ERROR(config::Load(root, loaded.config, &loaded.secret_paths));
+  std::vector<std::string> secret_values;
+  Status s = config::Load(root, loaded.config, &loaded.secret_paths, &secret_values);
+  for (const std::string& v : secret_values) RegisterSecret(v);
+  ALLOT_RETURN_IF_ERROR(s);
   return loaded;
 }
 

@@ -79,21 +79,44 @@ void LoadVisitor::Error(const ConfigNode& at, const std::string& path, const std
   errors_.push_back(msg + what);
 }
 
-const ConfigNode* LoadVisitor::Lookup(std::string_view key, std::string* path) {
+bool IsSecretKey(std::string_view key) {
+  const std::string k = Lower(std::string(key));
+  for (const char* name : {"token", "api_key", "apikey", "password", "passwd", "secret"}) {
+    if (k == name) return true;
+  }
+  const auto ends_with = [&k](std::string_view suffix) {
+    return k.size() > suffix.size() &&
+           k.compare(k.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
+  };
+  // Tokenizer vocabulary fields name a token, not a credential.
+  if (k == "bad_token" || k == "good_token" || k == "bos_token" || k == "eos_token" ||
+      k == "pad_token" || k == "unk_token") {
+    return false;
+  }
+  return ends_with("_token") || ends_with("_api_key") || ends_with("_password") ||
+         ends_with("_secret");
+}
+
+const ConfigNode* LoadVisitor::Lookup(std::string_view key, std::string* path,
+                                      const FieldSpec& spec) {
   Frame& f = frames_.back();
   f.known.emplace_back(key);
   *path = JoinPath(f.path, key);
   if (f.node == nullptr) return nullptr;
   const ConfigNode* n = f.node->Find(std::string(key));
   if (n == nullptr || n->is_null()) return nullptr;
-  if (n->secret()) {
-    // Print the ${VAR} placeholder back, unless a non-empty fallback could itself be a secret.
-    bool safe = true;
+  const bool secret = spec.secret || IsSecretKey(key);
+  if (n->secret()) {  // interpolated from ${ENV}
+    // Print the ${VAR} placeholder back. Only for a secret field does a non-empty fallback
+    // force "<redacted>": the fallback could be the secret itself. Other values ("router",
+    // "http://127.0.0.1:8000") stay readable.
+    bool fallback = false;
     for (size_t p = n->raw().find(":-"); p != std::string::npos; p = n->raw().find(":-", p + 2)) {
-      if (p + 2 >= n->raw().size() || n->raw()[p + 2] != '}') safe = false;
+      if (p + 2 < n->raw().size() && n->raw()[p + 2] != '}') fallback = true;
     }
-    secret_paths_[*path] = safe ? n->raw() : "<redacted>";
+    secret_paths_[*path] = secret && fallback ? "<redacted>" : n->raw();
   }
+  if (secret && n->is_scalar() && !n->scalar().empty()) secret_values_.push_back(n->scalar());
   return n;
 }
 
@@ -136,7 +159,7 @@ bool LoadVisitor::ParseNumber(const ConfigNode& n, const std::string& path, cons
 
 void LoadVisitor::Value(std::string_view key, bool& v, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n == nullptr) return;
   const std::string s = n->is_scalar() ? Lower(n->scalar()) : "";
   if (n->is_scalar() && !n->quoted() && (s == "true" || s == "yes" || s == "on")) {
@@ -150,17 +173,17 @@ void LoadVisitor::Value(std::string_view key, bool& v, const FieldSpec& spec) {
 
 void LoadVisitor::Value(std::string_view key, int64_t& v, const FieldSpec& spec) {
   std::string path;
-  if (const ConfigNode* n = Lookup(key, &path)) ParseNumber(*n, path, spec, v);
+  if (const ConfigNode* n = Lookup(key, &path, spec)) ParseNumber(*n, path, spec, v);
 }
 
 void LoadVisitor::Value(std::string_view key, double& v, const FieldSpec& spec) {
   std::string path;
-  if (const ConfigNode* n = Lookup(key, &path)) ParseNumber(*n, path, spec, v);
+  if (const ConfigNode* n = Lookup(key, &path, spec)) ParseNumber(*n, path, spec, v);
 }
 
 void LoadVisitor::Value(std::string_view key, std::string& v, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n == nullptr) return;
   if (!n->is_scalar()) {
     Error(*n, path, std::string("expected a string, got ") + (n->is_map() ? "a mapping" : "a list"));
@@ -182,7 +205,7 @@ void LoadVisitor::Value(std::string_view key, std::string& v, const FieldSpec& s
 
 void LoadVisitor::Value(std::string_view key, std::vector<std::string>& v, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n == nullptr) return;
   if (!n->is_sequence()) {
     Error(*n, path, "expected a list of strings");
@@ -210,7 +233,7 @@ void LoadVisitor::Value(std::string_view key, std::vector<std::string>& v, const
 
 void LoadVisitor::Value(std::string_view key, std::vector<double>& v, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n == nullptr) return;
   if (!n->is_sequence()) {
     Error(*n, path, "expected a list of numbers");
@@ -225,7 +248,7 @@ void LoadVisitor::Value(std::string_view key, std::vector<double>& v, const Fiel
 
 void LoadVisitor::Value(std::string_view key, std::vector<int64_t>& v, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n == nullptr) return;
   if (!n->is_sequence()) {
     Error(*n, path, "expected a list of integers");
@@ -240,7 +263,7 @@ void LoadVisitor::Value(std::string_view key, std::vector<int64_t>& v, const Fie
 
 bool LoadVisitor::BeginSection(std::string_view key, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n == nullptr) return false;  // absent: every default stays
   if (!n->is_map()) {
     Error(*n, path, "expected a section (a mapping of keys)");
@@ -257,7 +280,7 @@ void LoadVisitor::EndSection() {
 
 size_t LoadVisitor::BeginList(std::string_view key, size_t current_size, const FieldSpec& spec) {
   std::string path;
-  const ConfigNode* n = Lookup(key, &path);
+  const ConfigNode* n = Lookup(key, &path, spec);
   if (n != nullptr && !n->is_sequence()) {
     Error(*n, path, "expected a list");
     n = nullptr;
@@ -337,7 +360,7 @@ class EmitVisitor : public Visitor {
     Key(key);
     if (auto it = options_.secret_paths.find(path); it != options_.secret_paths.end()) {
       out_ << it->second;
-    } else if (spec.secret && !v.empty()) {
+    } else if ((spec.secret || IsSecretKey(key)) && !v.empty()) {
       out_ << std::string("<redacted>");
     } else {
       out_ << v;

@@ -35,8 +35,13 @@ class LoadVisitor : public Visitor {
 
   // Checks the root for unknown keys and returns all errors as one status.
   Status Finish();
-  // Dotted paths whose values came from `${ENV}`.
+  // Dotted paths whose values came from `${ENV}`, each with what to print instead of the value:
+  // the `${VAR}` placeholder (so `resume` re-resolves it), or "<redacted>" for a secret whose
+  // placeholder carries a non-empty fallback (the fallback could be the secret itself).
   const std::map<std::string, std::string>& secret_paths() const { return secret_paths_; }
+  // Non-empty values of secret fields (FieldSpec::secret, or a key IsSecretKey names), literal
+  // or interpolated: the values that logs must never show.
+  const std::vector<std::string>& secret_values() const { return secret_values_; }
 
  private:
   struct Frame {
@@ -44,7 +49,7 @@ class LoadVisitor : public Visitor {
     std::string path;                  // "dqn" or "endpoints[2]"
     std::vector<std::string> known;    // keys the schema declared at this level
   };
-  const ConfigNode* Lookup(std::string_view key, std::string* path);
+  const ConfigNode* Lookup(std::string_view key, std::string* path, const FieldSpec& spec);
   void CheckUnknown(const Frame& frame);
   void Error(const ConfigNode& at, const std::string& path, const std::string& what);
   template <typename T>
@@ -55,7 +60,13 @@ class LoadVisitor : public Visitor {
   std::vector<std::string> list_paths_;
   std::vector<std::string> errors_;
   std::map<std::string, std::string> secret_paths_;
+  std::vector<std::string> secret_values_;
 };
+
+// True for keys that name a secret by convention: token, api_key, apikey, password, passwd,
+// secret, and names ending in _token, _api_key, _password or _secret (auth_token,
+// client_secret), except the tokenizer's own (bad_token, good_token, max_tokens, ...).
+bool IsSecretKey(std::string_view key);
 
 // Prints a struct as YAML: the resolved config, or the defaults. Secret fields and values
 // from `${ENV}` are written as "<redacted>".
@@ -69,11 +80,13 @@ std::string EmitYaml(const std::function<void(Visitor&)>& describe, const EmitOp
 
 template <typename T>
 Status Load(const ConfigNode& root, T& out,
-            std::map<std::string, std::string>* secret_paths = nullptr) {
+            std::map<std::string, std::string>* secret_paths = nullptr,
+            std::vector<std::string>* secret_values = nullptr) {
   LoadVisitor v(root);
   out.Describe(v);
   Status s = v.Finish();
   if (secret_paths != nullptr) *secret_paths = v.secret_paths();
+  if (secret_values != nullptr) *secret_values = v.secret_values();
   return s;
 }
 

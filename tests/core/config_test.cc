@@ -235,8 +235,42 @@ TEST(ConfigTest, EnvInterpolationAndRedaction) {
   EXPECT_EQ(printed.find("sk-very-secret"), std::string::npos) << printed;
   // The placeholder is printed back, so the resolved config can be resumed from.
   EXPECT_NE(printed.find("api_key: ${TEST_KEY}"), std::string::npos) << printed;
-  // A fallback could itself be a secret: redacted outright.
-  EXPECT_NE(printed.find("name: <redacted>"), std::string::npos) << printed;
+  // Not a secret: the placeholder with its fallback is printed back as written.
+  EXPECT_NE(printed.find("name: run-${TEST_SUFFIX:-none}"), std::string::npos) << printed;
+}
+
+// Every ${VAR} used to count as a secret, fallbacks included, so logs lost values such as a
+// model name or a URL. Only secret fields and keys named like secrets are secrets now.
+TEST(ConfigTest, OnlySecretsAreRedacted) {
+  auto node = ParseYaml(
+      "endpoints:\n  - name: ${MODEL:-router}\n    api_key: ${KEY:-sk-fallback-key}\n"
+      "name: ${URL:-http://127.0.0.1:8000}\n",
+      "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(InterpolateEnv(*node, [](const std::string&) { return std::nullopt; }).ok());
+  Root r;
+  std::map<std::string, std::string> paths;
+  std::vector<std::string> secret_values;
+  ASSERT_TRUE(Load(*node, r, &paths, &secret_values).ok());
+  EXPECT_EQ(r.endpoints[0].name, "router");
+  EXPECT_EQ(secret_values, std::vector<std::string>{"sk-fallback-key"});
+  const std::string printed = ToYaml(r, {.secret_paths = paths});
+  EXPECT_NE(printed.find("name: ${MODEL:-router}"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("name: ${URL:-http://127.0.0.1:8000}"), std::string::npos) << printed;
+  // A secret's fallback could be the secret itself.
+  EXPECT_NE(printed.find("api_key: <redacted>"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("sk-fallback-key"), std::string::npos) << printed;
+}
+
+TEST(ConfigTest, SecretKeyNames) {
+  for (const char* k : {"token", "api_key", "API_KEY", "password", "secret", "auth_token",
+                        "openai_api_key", "client_secret", "db_password"}) {
+    EXPECT_TRUE(IsSecretKey(k)) << k;
+  }
+  for (const char* k : {"name", "url", "max_tokens", "tokens", "tokenizer", "bad_token",
+                        "good_token", "tls_key", "model"}) {
+    EXPECT_FALSE(IsSecretKey(k)) << k;
+  }
 }
 
 TEST(ConfigTest, SecretFieldIsRedactedEvenWhenLiteral) {
