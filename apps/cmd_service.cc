@@ -10,6 +10,7 @@
 #include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
 #include "llm/serve/serve_command.h"
+#include "rollout/allocator_tuning.h"
 #include "rollout/env.h"
 #include "rollout/worker.h"
 
@@ -81,9 +82,12 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
     }
     rollout::WorkerConfig cfg = loaded.config.rollout.worker;
     if (!wa->listen.empty()) cfg.listen = wa->listen;
+    // A worker process runs episodes and gRPC streams only: keep freed pages and one arena
+    // (rollout/allocator_tuning.h has the measurements).
+    if (cfg.keep_freed_memory) rollout::KeepFreedMemoryForReuse(/*max_arenas=*/1);
     envs::RegisterChainEnv(rollout::EnvRegistry::Global());
-    envs::rlot::RegisterRlotEnv(rollout::EnvRegistry::Global());
     envs::coger::RegisterCogerEnv(rollout::EnvRegistry::Global());
+    envs::rlot::RegisterRlotEnv(rollout::EnvRegistry::Global());
     Status s = rollout::RunRolloutWorker(cfg, rollout::EnvRegistry::Global());
     if (!s.ok()) {
       std::cerr << "allot rollout-worker: " << s.message() << "\n";

@@ -11,6 +11,7 @@
 #include "core/progress_bar.h"
 #include "envs/rlot/rlot_recipe.h"
 #include "models/cpu_threads.h"
+#include "rollout/allocator_tuning.h"
 #include "trainer/dqn/dqn_distributed.h"
 #include "trainer/dqn/dqn_learner.h"
 #include "trainer/dqn/dqn_trainer.h"
@@ -115,7 +116,13 @@ int RunDqnEngine(RunContext& ctx) {
                  options.dataset_items.size(), cfg.env.rlot.llm_endpoint,
                  cfg.env.rlot.step_scorer);
   }
+
   if (options.dqn.distributed) {
+    // The learner streams trajectories too, but LibTorch's threads allocate here as well: keep
+    // freed pages, leave the number of malloc arenas to glibc.
+    if (cfg.rollout.dispatcher.keep_freed_memory) {
+      rollout::KeepFreedMemoryForReuse(/*max_arenas=*/0);
+    }
     trainer::DistributedDqnTrainer trainer(options, cfg.rollout);
     const int code = TrainAndFinish(ctx, options, trainer);
     spdlog::info("actor/learner: {} weight publications, {} failed episodes",

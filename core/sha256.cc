@@ -25,11 +25,17 @@ std::string Hex(const unsigned char* d, unsigned int n) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view bytes) {
+std::string Sha256Raw(std::string_view bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
-  return Hex(md, n);
+  return std::string(reinterpret_cast<const char*>(md), n);
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  const std::string raw = Sha256Raw(bytes);
+  return Hex(reinterpret_cast<const unsigned char*>(raw.data()),
+             static_cast<unsigned int>(raw.size()));
 }
 
 Result<std::string> Sha256File(const std::string& path) {

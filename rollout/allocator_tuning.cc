@@ -18,7 +18,7 @@ bool KeepFreedMemoryForReuse(int max_arenas) {
     const bool mmap = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
     const bool trim = mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1;
     const bool pad = mallopt(M_TOP_PAD, 16 << 20) == 1;
-    const bool arenas = mallopt(M_ARENA_MAX, max_arenas < 1 ? 1 : max_arenas) == 1;
+    const bool arenas = max_arenas < 1 || mallopt(M_ARENA_MAX, max_arenas) == 1;
     applied = mmap && trim && pad && arenas;
   });
   return applied;

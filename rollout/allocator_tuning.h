@@ -12,13 +12,15 @@
 // and cut the benchmark's CPU time by about a third), so the number of arenas is capped too;
 // small allocations still go through each thread's lock-free cache.
 //
-// Process-wide; the first call wins. A no-op where the C library has no mallopt (non-glibc).
+// Process-wide, so only a process's main() decides (apps/, per process kind): a rollout worker
+// caps arenas at 1; a learner, where LibTorch's threads allocate too, keeps glibc's arenas.
+// The first call wins. A no-op where the C library has no mallopt (non-glibc).
 #pragma once
 
 namespace allot::rollout {
 
 // Returns true when the settings were applied (first call) or had been applied before.
-// `max_arenas` >= 1 caps glibc's malloc arenas.
+// `max_arenas` >= 1 caps glibc's malloc arenas; 0 leaves their number to glibc.
 bool KeepFreedMemoryForReuse(int max_arenas);
 
 }  // namespace allot::rollout

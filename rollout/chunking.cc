@@ -1,11 +1,11 @@
 #include "rollout/chunking.h"
 
 #include <google/protobuf/unknown_field_set.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <utility>
 
+#include "core/sha256.h"
 #include "rollout/validate.h"
 
 namespace allot::rollout {
@@ -122,14 +122,8 @@ Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(v1::TrajectoryChu
   return std::optional<v1::Trajectory>(std::move(t));
 }
 
-std::string Sha256(const std::string& data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
-}
-
 std::vector<v1::PolicyChunk> ChunkPolicy(const PolicySnapshot& policy, size_t chunk_bytes) {
-  const std::string digest = Sha256(policy.bytes);
+  const std::string digest = Sha256Raw(policy.bytes);
   const size_t n = policy.bytes.empty() ? 1 : (policy.bytes.size() + chunk_bytes - 1) / chunk_bytes;
   std::vector<v1::PolicyChunk> chunks(n);
   for (size_t i = 0; i < n; ++i) {
@@ -184,7 +178,7 @@ Result<std::shared_ptr<const PolicySnapshot>> PolicyAssembler::Add(const v1::Pol
                     std::to_string(bytes_.size()) + " bytes received, total_bytes says " +
                     std::to_string(c.total_bytes()));
   }
-  if (Sha256(bytes_) != c.sha256()) {
+  if (Sha256Raw(bytes_) != c.sha256()) {
     return DataLoss("policy version " + std::to_string(c.version()) + ": sha256 mismatch");
   }
   auto snap = std::make_shared<PolicySnapshot>();

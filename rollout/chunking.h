@@ -55,8 +55,6 @@ class TrajectoryAssembler {
   std::map<std::string, Partial> open_;
 };
 
-// SHA-256 of `data` (32 raw bytes).
-std::string Sha256(const std::string& data);
 
 // The chunks of one policy update (a LoRA update is one chunk with no data).
 std::vector<v1::PolicyChunk> ChunkPolicy(const PolicySnapshot& policy, size_t chunk_bytes);

@@ -10,8 +10,10 @@
 
 namespace allot::rollout {
 
-// Transport security. A worker that binds a non-loopback address refuses to start unless a
-// token or mutual TLS is configured. The dispatcher uses the same section as a client.
+// Transport security. A worker that binds a non-loopback address refuses to start unless
+// callers are authenticated (a token or mutual TLS) over an encrypted transport (TLS), or
+// allow_insecure_transport says a plaintext token is acceptable. The dispatcher uses the same
+// section as a client.
 struct AuthConfig {
   // Shared secret sent as `authorization: Bearer <token>` metadata and compared in constant
   // time. Prefer `${ALLOT_ROLLOUT_TOKEN}` in YAML so that it stays out of files.
@@ -24,6 +26,10 @@ struct AuthConfig {
   std::string tls_ca;
   // Client side only: the name to verify in the worker's certificate (empty: the host dialled).
   std::string tls_server_name;
+  // A token without TLS crosses the network in plaintext: anyone on the path can read it and
+  // impersonate the learner. A worker refuses that on a non-loopback address unless this is set
+  // (e.g. inside a trusted private network or a service mesh that encrypts for you).
+  bool allow_insecure_transport = false;
 
   bool tls() const { return !tls_cert.empty() || !tls_key.empty() || !tls_ca.empty(); }
 
@@ -35,6 +41,8 @@ struct AuthConfig {
     v.Field("tls_ca", tls_ca, {.doc = "PEM CA bundle verifying the peer (mutual TLS)"});
     v.Field("tls_server_name", tls_server_name,
             {.doc = "dispatcher only: expected name in the worker's certificate"});
+    v.Field("allow_insecure_transport", allow_insecure_transport,
+            {.doc = "allow a token without TLS on a non-loopback address (token in plaintext)"});
   }
 };
 
@@ -89,9 +97,9 @@ struct WorkerConfig {
     v.Field("port_file", port_file,
             {.doc = "write the bound gRPC address here once serving (for launchers)"});
     v.Field("keep_freed_memory", keep_freed_memory,
-            {.doc = "keep freed heap memory for reuse instead of returning it to the kernel "
-                    "and cap malloc arenas (process-wide glibc settings; avoid page faults while "
-                    "streaming)"});
+            {.doc = "allot rollout-worker: keep freed heap memory for reuse instead of "
+                    "returning it to the kernel and use one malloc arena (process-wide glibc "
+                    "settings, applied at process start; avoid page faults while streaming)"});
     v.Field("auth", auth);
   }
 };
@@ -112,6 +120,7 @@ struct DispatcherConfig {
   int64_t chunk_bytes = 1 << 20;
   int64_t max_trajectory_bytes = 256 << 20;
   bool deliver_groups = false;
+  int64_t remember_closed = 1 << 16;
   std::string learner_id = "learner";
   bool keep_freed_memory = true;
   AuthConfig auth;
@@ -149,11 +158,16 @@ struct DispatcherConfig {
             {.min = 1 << 10, .max = 4.0 * (1LL << 30)});
     v.Field("deliver_groups", deliver_groups,
             {.doc = "hold GRPO groups until complete and deliver them together"});
+    v.Field("remember_closed", remember_closed,
+            {.doc = "ids of this many recently closed episodes are kept to count duplicates and "
+                    "refuse resubmission; older ones are forgotten (bounded memory)",
+             .min = 0,
+             .max = 1 << 26});
     v.Field("learner_id", learner_id, {.doc = "name sent to workers in Hello"});
     v.Field("keep_freed_memory", keep_freed_memory,
-            {.doc = "keep freed heap memory for reuse instead of returning it to the kernel "
-                    "and cap malloc arenas (process-wide glibc settings; avoid page faults while "
-                    "streaming)"});
+            {.doc = "learner process: keep freed heap memory for reuse instead of returning it "
+                    "to the kernel (process-wide glibc setting, applied at process start; malloc "
+                    "arenas are left to glibc for LibTorch's threads)"});
     v.Field("auth", auth);
   }
 };

@@ -7,7 +7,6 @@
 #include <unordered_set>
 #include <utility>
 
-#include "rollout/allocator_tuning.h"
 #include "rollout/chunking.h"
 #include "rollout/security.h"
 #include "rollout/validate.h"
@@ -26,7 +25,9 @@ uint64_t NowUnixMs() {
 
 }  // namespace
 
-Dispatcher::Dispatcher(DispatcherConfig config) : config_(std::move(config)) {}
+Dispatcher::Dispatcher(DispatcherConfig config)
+    : config_(std::move(config)),
+      closed_(static_cast<size_t>(std::max<int64_t>(0, config_.remember_closed))) {}
 
 Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const DispatcherConfig& config) {
   if (config.chunk_bytes * 2 > config.max_message_bytes) {
@@ -38,7 +39,6 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const DispatcherConfig& c
   if (config.auth.tls() && (config.auth.tls_cert.empty() != config.auth.tls_key.empty())) {
     return InvalidArgument("rollout.dispatcher.auth: tls_cert and tls_key must be set together");
   }
-  if (config.keep_freed_memory) KeepFreedMemoryForReuse(/*max_arenas=*/2);
   std::unique_ptr<Dispatcher> d(new Dispatcher(config));
   for (const auto& address : config.workers) ALLOT_RETURN_IF_ERROR(d->AddWorker(address));
   d->heartbeat_ = std::thread([p = d.get()] { p->HeartbeatLoop(); });
@@ -221,6 +221,7 @@ void Dispatcher::RequeueLocked(const std::string& id, Entry& entry, bool front) 
     CloseLocked(entry, std::move(f));
     return;
   }
+  if (entry.state != State::kPending) ++pending_count_;
   entry.state = State::kPending;
   ++stats_.redispatched;
   if (front) {
@@ -357,7 +358,11 @@ void Dispatcher::AcceptLocked(int index, v1::Trajectory t) {
   const std::string id = t.episode_id();
   auto e = ledger_.find(id);
   if (e == ledger_.end()) {
-    ++stats_.orphans_dropped;
+    if (closed_.Contains(id)) {
+      ++stats_.duplicates_dropped;
+    } else {
+      ++stats_.orphans_dropped;
+    }
     return;
   }
   Entry& entry = e->second;
@@ -403,11 +408,15 @@ void Dispatcher::AcceptLocked(int index, v1::Trajectory t) {
 }
 
 void Dispatcher::CloseLocked(Entry& entry, FinishedEpisode finished) {
-  entry.state = State::kDone;
+  if (entry.state == State::kPending) --pending_count_;
   ++stats_.finished;
   const std::string group_id = entry.request.group_id();
   const uint32_t group_size = entry.request.group_size();
-  entry.request.Clear();  // the ledger keeps only the id and state of closed episodes
+  // The ledger forgets closed episodes (memory stays bounded however long the run); the id is
+  // remembered a while longer to count late duplicates and refuse resubmission.
+  const std::string id = std::move(entry.id);
+  closed_.Insert(id);
+  ledger_.erase(id);
   if (config_.deliver_groups && !group_id.empty()) {
     Group& g = groups_[group_id];
     g.size = group_size;
@@ -447,6 +456,7 @@ void Dispatcher::ScheduleLocked() {
     pending_.pop_front();
     auto e = ledger_.find(id);
     if (e == ledger_.end() || e->second.state != State::kPending) continue;
+    --pending_count_;
     std::pop_heap(heap.begin(), heap.end());
     const int i = heap.back().second;
     Connection& c = *conns_[i];
@@ -487,15 +497,18 @@ Status Dispatcher::Submit(std::vector<v1::EpisodeRequest> requests) {
   std::unordered_set<std::string_view> batch;
   batch.reserve(requests.size());
   for (const auto& r : requests) {
-    if (ledger_.count(r.episode_id()) > 0 || !batch.insert(r.episode_id()).second) {
+    if (ledger_.count(r.episode_id()) > 0 || closed_.Contains(r.episode_id()) ||
+        !batch.insert(r.episode_id()).second) {
       return AlreadyExists("episode_id '" + r.episode_id() + "' was already submitted");
     }
   }
   for (auto& r : requests) {
     const std::string id = r.episode_id();
     Entry& e = ledger_[id];
+    e.id = id;
     e.request = std::move(r);
     pending_.push_back(id);
+    ++pending_count_;
     ++stats_.submitted;
   }
   ScheduleLocked();
@@ -567,12 +580,9 @@ DispatcherStats Dispatcher::stats() const {
   DispatcherStats s = stats_;
   s.in_flight = in_flight_;
   s.ready = static_cast<int64_t>(ready_.size());
-  int64_t pending = 0;
-  for (const auto& id : pending_) {
-    auto e = ledger_.find(id);
-    if (e != ledger_.end() && e->second.state == State::kPending) ++pending;
-  }
-  s.pending = pending;
+  s.pending = pending_count_;
+  s.open = static_cast<int64_t>(ledger_.size());
+  s.closed_remembered = static_cast<int64_t>(closed_.size());
   return s;
 }
 

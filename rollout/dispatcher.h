@@ -25,6 +25,7 @@
 
 #include "core/status.h"
 #include "proto/allot/v1/rollout.grpc.pb.h"
+#include "rollout/closed_episodes.h"
 #include "rollout/config.h"
 #include "rollout/env.h"
 
@@ -44,10 +45,12 @@ struct DispatcherStats {
   int64_t submitted = 0;
   int64_t finished = 0;  // closed in the ledger (delivered or held in an incomplete group)
   int64_t pending = 0;
+  int64_t open = 0;               // episodes in the ledger: submitted and not yet closed
+  int64_t closed_remembered = 0;  // ids of closed episodes kept for deduplication
   int64_t in_flight = 0;
   int64_t ready = 0;  // finished, waiting for Next()
-  int64_t duplicates_dropped = 0;
-  int64_t orphans_dropped = 0;  // trajectories for ids this dispatcher never saw
+  int64_t duplicates_dropped = 0;  // trajectories for recently closed episodes
+  int64_t orphans_dropped = 0;     // trajectories for ids unknown or closed and forgotten
   int64_t stale_discarded = 0;
   int64_t stale_downweighted = 0;
   int64_t redispatched = 0;  // episodes sent again after a worker loss, drop or return
@@ -91,8 +94,10 @@ class Dispatcher {
   void Shutdown();
 
  private:
+  // An episode leaves the ledger when it closes; its id goes to closed_ (bounded).
   enum class State { kPending, kInFlight, kDone };
   struct Entry {
+    std::string id;
     v1::EpisodeRequest request;
     State state = State::kPending;
     int conn = -1;  // in flight on this connection
@@ -133,6 +138,7 @@ class Dispatcher {
                      std::vector<std::string> invalid_ids, const v1::WorkerMessage& msg);
   // Under mu_:
   void AcceptLocked(int index, v1::Trajectory t);
+  // Closes and erases the entry: `entry` is invalid afterwards.
   void CloseLocked(Entry& entry, FinishedEpisode finished);
   void RequeueLocked(const std::string& id, Entry& entry, bool front);
   void LoseConnectionLocked(Connection& conn);
@@ -144,8 +150,10 @@ class Dispatcher {
   std::condition_variable ready_cv_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
-  std::unordered_map<std::string, Entry> ledger_;
-  std::deque<std::string> pending_;
+  std::unordered_map<std::string, Entry> ledger_;  // open episodes only
+  ClosedEpisodes closed_;
+  std::deque<std::string> pending_;  // may hold ids that left the pending state since
+  int64_t pending_count_ = 0;        // entries in State::kPending
   std::deque<FinishedEpisode> ready_;
   std::map<std::string, Group> groups_;
   std::vector<std::unique_ptr<Connection>> conns_;

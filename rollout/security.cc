@@ -1,9 +1,6 @@
 #include "rollout/security.h"
 
-#include <openssl/crypto.h>
-
-#include <fstream>
-#include <sstream>
+#include "core/atomic_file.h"
 
 namespace allot::rollout {
 
@@ -39,24 +36,22 @@ Status CheckBindPolicy(const std::string& listen, const AuthConfig& auth) {
     return InvalidArgument("rollout.worker.auth: tls_cert and tls_key must be set together");
   }
   if (IsLoopbackAddress(listen)) return Status::Ok();
-  const bool mtls = !auth.tls_cert.empty() && !auth.tls_key.empty() && !auth.tls_ca.empty();
+  const bool server_tls = !auth.tls_cert.empty() && !auth.tls_key.empty();
+  const bool mtls = server_tls && !auth.tls_ca.empty();
   if (auth.token.empty() && !mtls) {
     return PermissionDenied("rollout.worker.listen: refusing to bind non-loopback address '" +
                             listen +
                             "' without auth.token or mutual TLS (auth.tls_cert, tls_key, tls_ca)");
   }
-  return Status::Ok();
-}
-
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) {
-    // Still touch the bytes so that the time depends on the length only.
-    volatile unsigned char sink = 0;
-    for (char c : a) sink = sink | static_cast<unsigned char>(c);
-    (void)sink;
-    return false;
+  if (!server_tls && !auth.allow_insecure_transport) {
+    return PermissionDenied(
+        "rollout.worker.listen: refusing to bind non-loopback address '" + listen +
+        "' with auth.token but no TLS: the bearer token would cross the network in plaintext, "
+        "where anyone on the path can read it and impersonate the learner. Set auth.tls_cert and "
+        "auth.tls_key (and auth.tls_ca on the dispatcher), or set "
+        "auth.allow_insecure_transport: true if the network is trusted");
   }
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return Status::Ok();
 }
 
 grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token) {
@@ -78,12 +73,12 @@ void AttachToken(grpc::ClientContext& ctx, const std::string& token) {
 }
 
 Result<std::string> ReadPemFile(const std::string& path, const char* field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(std::string(field) + ": cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().empty()) return InvalidArgument(std::string(field) + ": '" + path + "' is empty");
-  return ss.str();
+  std::string pem;
+  if (Status s = ReadFile(path, &pem); !s.ok()) {
+    return Status(s.code(), std::string(field) + ": cannot open '" + path + "'");
+  }
+  if (pem.empty()) return InvalidArgument(std::string(field) + ": '" + path + "' is empty");
+  return pem;
 }
 
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const AuthConfig& auth) {

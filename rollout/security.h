@@ -1,7 +1,8 @@
 // Transport security for the rollout service: bind policy, shared-secret tokens and TLS.
 //
 // Policy: a worker binds 127.0.0.1 by default. Any non-loopback address needs a token or mutual
-// TLS, else the worker refuses to start. Tokens travel as `authorization: Bearer <token>`
+// TLS, and a token needs TLS too (or an explicit allow_insecure_transport), else the worker
+// refuses to start. Tokens travel as `authorization: Bearer <token>`
 // metadata and are compared in constant time. Nothing here logs a secret.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/constant_time.h"
 #include "core/status.h"
 #include "rollout/config.h"
 
@@ -20,10 +22,9 @@ inline constexpr char kAuthMetadataKey[] = "authorization";
 // True for 127.0.0.0/8, ::1, localhost and unix sockets.
 bool IsLoopbackAddress(const std::string& host_port);
 
-// Refuses a non-loopback bind without a token or mutual TLS (cert, key and ca all set).
+// Refuses a non-loopback bind without a token or mutual TLS (cert, key and ca all set), and a
+// token without TLS (plaintext) unless auth.allow_insecure_transport.
 Status CheckBindPolicy(const std::string& listen, const AuthConfig& auth);
-
-bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
 // Server side: UNAUTHENTICATED unless the call carries the configured token (OK when no token
 // is configured).

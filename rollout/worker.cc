@@ -6,9 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
-#include "rollout/allocator_tuning.h"
+#include "core/atomic_file.h"
 #include "rollout/security.h"
 
 namespace allot::rollout {
@@ -40,19 +39,6 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& address, co
   return std::make_pair(host, port);
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return Unavailable("port_file: cannot write '" + tmp + "'");
-    out << text << "\n";
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Unavailable("port_file: cannot rename '" + tmp + "' to '" + path + "'");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& config,
@@ -62,7 +48,6 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& co
     return InvalidArgument("rollout.worker.chunk_bytes: must be at most max_message_bytes / 2");
   }
   if (!in_process) ALLOT_RETURN_IF_ERROR(CheckBindPolicy(config.listen, config.auth));
-  if (config.keep_freed_memory) KeepFreedMemoryForReuse(/*max_arenas=*/1);
   std::unique_ptr<WorkerServer> w(new WorkerServer());
   w->config_ = config;
   w->service_ = std::make_unique<WorkerService>(config, registry);
@@ -110,7 +95,9 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerConfig& co
     w->http_thread_ = std::thread([http] { http->listen_after_bind(); });
   }
   if (!config.port_file.empty() && !in_process) {
-    ALLOT_RETURN_IF_ERROR(WriteFileAtomically(config.port_file, w->address_));
+    if (Status s = WriteFileAtomic(config.port_file, w->address_ + "\n"); !s.ok()) {
+      return Unavailable("rollout.worker.port_file: " + s.message());
+    }
   }
   return w;
 }

@@ -29,6 +29,7 @@
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "rollout/allocator_tuning.h"
 #include "rollout/dispatcher.h"
 #include "rollout/worker.h"
 
@@ -277,7 +278,13 @@ int RunBench(int argc, char** argv) {
 }  // namespace allot::rollout
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], "--worker") == 0) return allot::rollout::RunWorker(argv[2]);
+  // The same process-wide allocator settings as `allot rollout-worker` and a learner that only
+  // streams (the library no longer sets them; rollout/allocator_tuning.h).
+  if (argc == 3 && std::strcmp(argv[1], "--worker") == 0) {
+    allot::rollout::KeepFreedMemoryForReuse(/*max_arenas=*/1);
+    return allot::rollout::RunWorker(argv[2]);
+  }
+  allot::rollout::KeepFreedMemoryForReuse(/*max_arenas=*/2);
   signal(SIGPIPE, SIG_IGN);
   return allot::rollout::RunBench(argc, argv);
 }

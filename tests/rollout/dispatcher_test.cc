@@ -94,6 +94,27 @@ TEST_F(DispatcherTest, SubmitRejectsKnownIdsAndInvalidRequests) {
   EXPECT_EQ(d->stats().submitted, 1);
 }
 
+// The ledger used to keep every closed episode forever (memory grew with every episode of the
+// run): now it holds open episodes only, plus the ids of the most recent closed ones.
+TEST_F(DispatcherTest, LedgerForgetsClosedEpisodes) {
+  AddWorker();
+  DispatcherConfig dc;
+  dc.remember_closed = 50;
+  auto d = MakeDispatcher(dc);
+  ASSERT_TRUE(d->Submit(EchoRequests("ep-", 400, "{tokens: 2}")).ok());
+  ASSERT_EQ(Collect(*d, 400, 20s).size(), 400u);
+  DispatcherStats s = d->stats();
+  EXPECT_EQ(s.finished, 400);
+  EXPECT_EQ(s.open, 0);
+  EXPECT_EQ(s.pending, 0);
+  EXPECT_EQ(s.closed_remembered, 50);
+  // A recently closed id is still refused; a forgotten one is new again.
+  EXPECT_EQ(d->Submit(EchoRequest("ep-399")).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(d->Submit(EchoRequest("ep-0")).ok());
+  EXPECT_EQ(Collect(*d, 1, 5s).size(), 1u);
+  EXPECT_EQ(d->stats().open, 0);
+}
+
 TEST_F(DispatcherTest, UnknownEnvAndFailingEnvCloseWithReasons) {
   AddWorker();
   auto d = MakeDispatcher();

@@ -165,7 +165,14 @@ TEST_F(RolloutProcessIntegrationTest, NonLoopbackBindWithoutAuthRefusesToStart) 
   auto w = WorkerProcess::Start("listen: \"0.0.0.0:0\"");
   ASSERT_NE(w, nullptr);
   EXPECT_TRUE(w->address().empty());
-  auto ok = WorkerProcess::Start("listen: \"0.0.0.0:0\", auth: {token: \"a-long-shared-secret\"}");
+  // A token alone would cross the network in plaintext: refused unless explicitly allowed.
+  auto plain =
+      WorkerProcess::Start("listen: \"0.0.0.0:0\", auth: {token: \"a-long-shared-secret\"}");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(plain->address().empty());
+  auto ok = WorkerProcess::Start(
+      "listen: \"0.0.0.0:0\", auth: {token: \"a-long-shared-secret\", allow_insecure_transport: "
+      "true}");
   ASSERT_NE(ok, nullptr);
   EXPECT_FALSE(ok->address().empty());
 }

@@ -205,7 +205,19 @@ TEST(SecurityTest, NonLoopbackBindNeedsAuth) {
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   AuthConfig token;
   token.token = "s3cret-value";
+  // A token without TLS would travel in plaintext: refused, and the message says why.
+  s = CheckBindPolicy("0.0.0.0:50051", token);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("plaintext"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("allow_insecure_transport"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("s3cret-value"), std::string::npos) << "the token is never shown";
+  token.allow_insecure_transport = true;
   EXPECT_TRUE(CheckBindPolicy("0.0.0.0:50051", token).ok());
+  AuthConfig tls_token;
+  tls_token.token = "s3cret-value";
+  tls_token.tls_cert = "a.pem";
+  tls_token.tls_key = "a.key";
+  EXPECT_TRUE(CheckBindPolicy("0.0.0.0:50051", tls_token).ok());  // encrypted, authenticated
   AuthConfig half_tls;
   half_tls.tls_cert = "a.pem";
   half_tls.tls_key = "a.key";
