@@ -212,8 +212,9 @@ Result<AnswerFormat> ParseAnswerFormat(std::string_view name) {
   if (name == "number") return AnswerFormat::kNumber;
   if (name == "choice") return AnswerFormat::kChoice;
   if (name == "yesno") return AnswerFormat::kYesNo;
+  if (name == "text") return AnswerFormat::kText;
   return InvalidArgument("answer format '" + std::string(name) +
-                         "': expected one of boxed, number, choice, yesno");
+                         "': expected one of boxed, number, choice, yesno, text");
 }
 
 const char* AnswerFormatName(AnswerFormat format) {
@@ -226,6 +227,8 @@ const char* AnswerFormatName(AnswerFormat format) {
       return "choice";
     case AnswerFormat::kYesNo:
       return "yesno";
+    case AnswerFormat::kText:
+      return "text";
   }
   return "boxed";
 }
@@ -404,6 +407,13 @@ ExtractedAnswer ExtractAnswer(std::string_view response, AnswerFormat format,
       return ExtractChoice(response, options.max_choice);
     case AnswerFormat::kYesNo:
       return ExtractYesNo(response);
+    case AnswerFormat::kText: {
+      ExtractedAnswer a = ExtractLastBoxed(response);
+      if (a.found) return a;
+      a = ExtractAnswerIs(response);
+      if (a.found) return a;
+      return WholeShortResponse(response);
+    }
   }
   return NotFound();
 }

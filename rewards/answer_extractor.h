@@ -26,9 +26,10 @@
 
 namespace allot::rewards {
 
-enum class AnswerFormat { kBoxed, kNumber, kChoice, kYesNo };
+// kText: a short free-form answer (a name, a word), compared after SQuAD-style normalization.
+enum class AnswerFormat { kBoxed, kNumber, kChoice, kYesNo, kText };
 
-// "boxed" | "number" | "choice" | "yesno".
+// "boxed" | "number" | "choice" | "yesno" | "text".
 Result<AnswerFormat> ParseAnswerFormat(std::string_view name);
 const char* AnswerFormatName(AnswerFormat format);
 

@@ -48,7 +48,7 @@ struct AnswerCheckConfig {
   void Describe(config::Visitor& v) {
     v.Field("format", format,
             {.doc = "how answers are written, unless the episode names its dataset's format",
-             .choices = {"boxed", "number", "choice", "yesno"}});
+             .choices = {"boxed", "number", "choice", "yesno", "text"}});
     v.Field("max_choice", max_choice,
             {.doc = "last multiple-choice letter", .choices = {"B", "C", "D", "E", "F", "G", "H"}});
     v.Field("last_number_fallback", last_number_fallback,

@@ -15,6 +15,9 @@ ExtractedAnswer ReferenceAnswer(std::string_view reference, AnswerFormat format,
       a = ExtractLastBoxed(reference);
       if (!a.found) a = ExtractGsm8k(reference);
       break;
+    case AnswerFormat::kText:
+      a = ExtractLastBoxed(reference);
+      break;
     case AnswerFormat::kChoice:
       a = ExtractChoice(reference, options.max_choice);
       break;
@@ -30,6 +33,30 @@ ExtractedAnswer ReferenceAnswer(std::string_view reference, AnswerFormat format,
   a.found = !a.text.empty();
   a.method = a.found ? "whole" : "none";
   return a;
+}
+
+// SQuAD's answer normalization: lower case, ASCII punctuation and the articles a/an/the dropped,
+// whitespace collapsed. "The Eiffel Tower." and "eiffel  tower" compare equal.
+std::string NormalizeFreeText(std::string_view s) {
+  std::string words;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    words += std::ispunct(u) ? ' ' : static_cast<char>(std::tolower(u));
+  }
+  std::string out;
+  size_t i = 0;
+  while (i < words.size()) {
+    while (i < words.size() && std::isspace(static_cast<unsigned char>(words[i]))) ++i;
+    size_t j = i;
+    while (j < words.size() && !std::isspace(static_cast<unsigned char>(words[j]))) ++j;
+    const std::string_view w(words.data() + i, j - i);
+    if (!w.empty() && w != "a" && w != "an" && w != "the") {
+      if (!out.empty()) out += ' ';
+      out.append(w);
+    }
+    i = j;
+  }
+  return out;
 }
 
 std::string Quote(std::string_view s, size_t max = 200) {
@@ -67,6 +94,15 @@ GradeResult Grade(std::string_view response, std::string_view reference, AnswerF
       r.reason = e.reason;
       return r;
     }
+    case AnswerFormat::kText:
+      if (r.pred.text == r.gold.text) {
+        r.correct = true;
+        r.reason = "exact";
+      } else {
+        r.correct = NormalizeFreeText(r.pred.text) == NormalizeFreeText(r.gold.text);
+        r.reason = r.correct ? "normalized text" : "different";
+      }
+      return r;
   }
   return r;
 }

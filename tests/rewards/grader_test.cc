@@ -55,5 +55,21 @@ TEST(GraderTest, RunGradePrintsTheReport) {
   EXPECT_NE(bad.str().find("--format"), std::string::npos);
 }
 
+// `allot grade --format text` was in the help but rejected with exit code 2.
+TEST(GraderTest, TextFormatComparesNormalizedFreeText) {
+  std::ostringstream out;
+  EXPECT_EQ(RunGrade("The answer is The Eiffel Tower.", "eiffel  tower", "text", out), 0)
+      << out.str();
+  EXPECT_NE(out.str().find("format:     text"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("verdict:    correct (normalized text)"), std::string::npos)
+      << out.str();
+  std::ostringstream wrong;
+  EXPECT_EQ(RunGrade("The answer is Big Ben", "Eiffel Tower", "text", wrong), 1) << wrong.str();
+  EXPECT_TRUE(Grade("\\boxed{Marie Curie}", "marie curie", AnswerFormat::kText).correct);
+  EXPECT_TRUE(Grade("Paris", "Paris", AnswerFormat::kText).correct);
+  EXPECT_FALSE(Grade("Paris, Texas", "Paris", AnswerFormat::kText).correct);
+  EXPECT_EQ(ParseAnswerFormat("text").value(), AnswerFormat::kText);
+}
+
 }  // namespace
 }  // namespace allot::rewards
