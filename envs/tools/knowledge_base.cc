@@ -7,10 +7,11 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+
+#include "core/atomic_file.h"
 
 namespace allot::envs::tools {
 namespace {
@@ -41,14 +42,6 @@ Result<CorpusStamp> StatCorpus(const std::string& path) {
   s.size = static_cast<int64_t>(st.st_size);
   s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   return s;
-}
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // RAII for one prepared statement.
@@ -216,7 +209,7 @@ Result<std::unique_ptr<KnowledgeBase>> KnowledgeBase::Open(const KnowledgeBaseCo
           Meta(db, "corpus_mtime_ns") == std::to_string(stamp.mtime_ns)) {
         fresh = true;
       } else if (same_format) {
-        ALLOT_ASSIGN_OR_RETURN(data, ReadFile(config.corpus));
+        ALLOT_RETURN_IF_ERROR(ReadFile(config.corpus, &data));
         stamp.hash = Fnv1a64(data);
         touch_only = Meta(db, "corpus_hash") == stamp.hash;
       }
@@ -225,7 +218,7 @@ Result<std::unique_ptr<KnowledgeBase>> KnowledgeBase::Open(const KnowledgeBaseCo
   }
   if (!fresh && !touch_only) {
     if (data.empty()) {
-      ALLOT_ASSIGN_OR_RETURN(data, ReadFile(config.corpus));
+      ALLOT_RETURN_IF_ERROR(ReadFile(config.corpus, &data));
       stamp.hash = Fnv1a64(data);
     }
     static std::atomic<int> counter{0};

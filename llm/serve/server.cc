@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/constant_time.h"
 #include "llm/serve/api_request.h"
 #include "llm/serve/api_response.h"
 #include "llm/serve/step_pooling.h"
@@ -60,14 +61,6 @@ bool ParseBody(const httplib::Request& req, httplib::Response& res, json* out) {
   return true;
 }
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  // Runs over the whole secret whatever the caller sent.
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ b[i]);
-  }
-  return diff == 0;
-}
 }  // namespace
 
 Result<std::pair<std::string, std::string>> ParseAdapterSpec(const std::string& spec) {
