@@ -34,7 +34,8 @@ target_link_libraries(allot_torch INTERFACE ${TORCH_LIBRARIES})
 separate_arguments(ALLOT_TORCH_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(allot_torch INTERFACE ${ALLOT_TORCH_FLAGS})
 
-# GPU build: a CUDA LibTorch (the PyTorch wheel's, on a GPU machine) and NCCL for all-reduce.
+# GPU build: a CUDA LibTorch (the PyTorch wheel's, on a GPU machine) and NCCL, which only the
+# communicator's nccl backend (trainer/comm) calls.
 if(ALLOT_WITH_CUDA)
   if(NOT TARGET c10_cuda AND NOT "${TORCH_LIBRARIES}" MATCHES "cuda")
     message(FATAL_ERROR "ALLOT_WITH_CUDA=ON needs a CUDA LibTorch: configure with "

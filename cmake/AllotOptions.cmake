@@ -3,7 +3,10 @@ option(ALLOT_WERROR "Treat warnings as errors (on in CI)" ON)
 option(ALLOT_BUILD_TESTS "Build the GoogleTest suites" ON)
 option(ALLOT_BUILD_BENCH "Build the Google Benchmark programs" ON)
 option(ALLOT_BUILD_FUZZ "Build libFuzzer targets (needs clang; off with g++)" OFF)
-option(ALLOT_WITH_CUDA "Build against a CUDA libtorch and use NCCL for all-reduce" OFF)
+# ALLOT_WITH_CUDA: the only code that uses NCCL is trainer/comm's "nccl" backend (c10d's
+# ProcessGroupNCCL); without it, every other part runs as in a CPU build on a CUDA LibTorch.
+option(ALLOT_WITH_CUDA
+       "Build against a CUDA LibTorch and link NCCL (the learner communicator's nccl backend)" OFF)
 option(ALLOT_WITH_ONNX "Build ONNX export of the navigator (libonnx-dev)" ON)
 option(ALLOT_USE_CCACHE "Use ccache when it is installed" ON)
 option(ALLOT_USE_PCH "One shared precompiled header for torch-using targets" ON)
@@ -20,6 +23,24 @@ endif()
 set(ALLOT_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wnon-virtual-dtor -Wimplicit-fallthrough)
 if(ALLOT_WERROR)
   list(APPEND ALLOT_WARNINGS -Werror)
+endif()
+
+# Sanitizer builds (scripts/sanitize.sh, in build-asan/ and build-tsan/): "address" is
+# AddressSanitizer + UndefinedBehaviorSanitizer, "thread" is ThreadSanitizer. The tests of such a
+# build carry the label asan or tsan beside unit/integration.
+set(ALLOT_SANITIZE "" CACHE STRING "address (ASan+UBSan) | thread (TSan) | empty: none")
+set(ALLOT_SANITIZE_LABEL "")
+if(ALLOT_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+  set(ALLOT_SANITIZE_LABEL asan)
+elseif(ALLOT_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+  set(ALLOT_SANITIZE_LABEL tsan)
+elseif(NOT ALLOT_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "ALLOT_SANITIZE: '${ALLOT_SANITIZE}' (expected address, thread or empty)")
 endif()
 
 if(ALLOT_BUILD_FUZZ)

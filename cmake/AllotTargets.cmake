@@ -22,7 +22,10 @@ endfunction()
 # The one precompiled header of the project: every torch-using target reuses it, so torch's
 # headers are parsed once per build instead of once per file.
 if(NOT TARGET allot_torch_pch)
-  file(WRITE ${CMAKE_BINARY_DIR}/allot_torch_pch.cc "// precompiled header carrier\n")
+  # file(CONFIGURE) leaves an unchanged file alone; file(WRITE) would bump its time stamp on every
+  # configure and rebuild the carrier (and everything after it) each time.
+  file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/allot_torch_pch.cc
+       CONTENT "// precompiled header carrier\n")
   add_library(allot_torch_pch STATIC ${CMAKE_BINARY_DIR}/allot_torch_pch.cc)
   allot_target_defaults(allot_torch_pch)
   target_link_libraries(allot_torch_pch PUBLIC allot_torch)

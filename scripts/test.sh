@@ -4,6 +4,10 @@
 #
 #   scripts/test.sh                 everything
 #   scripts/test.sh -L unit         only one label (arguments go to ctest)
+#   ALLOT_SANITIZE=1 scripts/test.sh
+#                                   also the ASan+UBSan and TSan runs (scripts/sanitize.sh;
+#                                   their own build directories, so off by default: a clean
+#                                   sanitizer build takes a good part of CI's time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,4 +20,9 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" "$@"
 
 if [ $# -eq 0 ]; then
   bash scripts/fuzz.sh
+fi
+
+if [ "${ALLOT_SANITIZE:-0}" = "1" ]; then
+  bash scripts/sanitize.sh asan
+  bash scripts/sanitize.sh tsan
 fi
