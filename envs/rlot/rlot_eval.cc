@@ -1,11 +1,14 @@
 #include "envs/rlot/rlot_eval.h"
 
 #include <algorithm>
+#include <fstream>
+#include <ostream>
 #include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "rewards/majority_vote.h"
 
 namespace allot::envs::rlot {
@@ -131,6 +134,43 @@ Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,
     if (outcome < 0.5) hard.push_back(ex);
   }
   return hard;
+}
+
+int RunKeepHardCommand(RlotEnv& env, const datasets::DatasetConfig& data,
+                       const std::string& out_path, uint64_t seed, std::ostream& out,
+                       std::ostream& err) {
+  auto ds = datasets::LoadJsonl(data);
+  if (!ds.ok()) {
+    err << "allot eval: " << ds.status().message() << "\n";
+    return 1;
+  }
+  int64_t failed = 0;
+  auto hard = KeepHardProblems(env, ds->examples, seed, &failed);
+  if (!hard.ok()) {
+    err << "allot eval: " << hard.status().message() << "\n";
+    return 1;
+  }
+  // Example::source is "<file>:<line>": copy those lines verbatim.
+  std::vector<bool> keep;
+  for (const datasets::Example& e : *hard) {
+    const size_t colon = e.source.rfind(':');
+    const size_t line = colon == std::string::npos ? 0 : std::stoul(e.source.substr(colon + 1));
+    if (line == 0) continue;
+    if (keep.size() < line) keep.resize(line, false);
+    keep[line - 1] = true;
+  }
+  std::ifstream in(data.path);
+  std::string text, l;
+  for (size_t n = 0; std::getline(in, l); ++n) {
+    if (n < keep.size() && keep[n]) text += l + "\n";
+  }
+  if (Status s = WriteFileAtomic(out_path, text); !s.ok()) {
+    err << "allot eval: " << s.message() << "\n";
+    return 1;
+  }
+  out << "hard problems: " << hard->size() << " of " << ds->examples.size() << " (" << failed
+      << " episodes failed and were left out) -> " << out_path << "\n";
+  return 0;
 }
 
 std::string RlotEvalReport::ToJson() const {

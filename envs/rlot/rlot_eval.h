@@ -8,11 +8,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "envs/datasets/example.h"
+#include "envs/datasets/jsonl_loader.h"
 #include "envs/rlot/rlot_env.h"
 #include "llm/accounting.h"
 
@@ -69,5 +71,12 @@ Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Ex
 Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,
                                                         const std::vector<datasets::Example>& all,
                                                         uint64_t seed, int64_t* failed = nullptr);
+
+// The data tool: runs KeepHardProblems over the problems of `data` and writes their original
+// JSONL lines (same fields, same preset) to `out_path`. Prints counts to `out`; returns the
+// exit code (0 ok, 1 error).
+int RunKeepHardCommand(RlotEnv& env, const datasets::DatasetConfig& data,
+                       const std::string& out_path, uint64_t seed, std::ostream& out,
+                       std::ostream& err);
 
 }  // namespace allot::envs::rlot

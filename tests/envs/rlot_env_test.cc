@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -161,24 +163,17 @@ TEST(RlotEnvTest, EveryBlockMakesItsCallsInOrder) {
   auto t = f.env->RunWith(Input(), Sequence({3, 1, 2, 3, 4}));
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_FALSE(t->failure.failed()) << t->failure.message;
-  const std::vector<std::string> expected = {"reason",
-                                             "finish",
-                                             "eval",  // Refine -> Reason
-                                             "decompose_list",
-                                             "decompose_solve",
-                                             "decompose_solve",
-                                             "decompose_summarize",
-                                             "finish",
-                                             "eval",  //
-                                             "debate_plans",
-                                             "debate_compare",
-                                             "debate_execute",
-                                             "finish",
-                                             "eval",  //
-                                             "refine",
-                                             "finish",
-                                             "eval",  //
-                                             "terminate"};
+  const std::vector<std::string> expected = {
+      "reason",         "finish",
+      "eval",  // Refine -> Reason
+      "decompose_list", "decompose_solve", "decompose_solve", "decompose_summarize",
+      "finish",
+      "eval",  //
+      "debate_plans",   "debate_compare",  "debate_execute",  "finish",
+      "eval",  //
+      "refine",         "finish",
+      "eval",  //
+      "terminate"};
   EXPECT_EQ(f.llm.calls(), expected);
   EXPECT_EQ(t->info.at("blocks"), "reason-decompose-debate-refine-terminate");
   EXPECT_EQ(t->info.at("chosen"), "refine-decompose-debate-refine-terminate");
@@ -465,6 +460,28 @@ TEST(RlotEvalTest, HardProblemsAreTheOnesAnsweredWrongDirectly) {
   EXPECT_EQ((*hard)[0].id, "hard");
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(f.llm.calls(), (std::vector<std::string>{"terminate", "terminate"}));
+}
+
+TEST(RlotEvalTest, KeepHardCommandCopiesTheOriginalLines) {
+  Fixture f;  // answers \boxed{10} at once
+  const std::string dir = ::testing::TempDir();
+  const std::string in = dir + "/rlot_all.jsonl", out = dir + "/rlot_hard.jsonl";
+  std::ofstream(in) << R"({"id": "a", "question": "5+5?", "answer": "10"})"
+                    << "\n"
+                    << R"({"id": "b", "question": "6+6?", "answer": "12", "note": "kept"})"
+                    << "\n";
+  datasets::DatasetConfig data;
+  data.path = in;
+  data.fields.answer_format = "boxed";
+  std::ostringstream o, e;
+  ASSERT_EQ(RunKeepHardCommand(*f.env, data, out, 1, o, e), 0) << e.str();
+  std::ifstream kept(out);
+  std::stringstream ss;
+  ss << kept.rdbuf();
+  EXPECT_EQ(
+      ss.str(),
+      std::string(R"({"id": "b", "question": "6+6?", "answer": "12", "note": "kept"})") + "\n");
+  EXPECT_NE(o.str().find("hard problems: 1 of 2"), std::string::npos) << o.str();
 }
 
 }  // namespace
