@@ -47,4 +47,4 @@ else
 fi
 allot="$(awk '/^allot_mb_per_s/ {print $2}' <<<"$allot_out")"
 js="$(awk '/^js_mb_per_s/ {print $2}' <<<"$js_out")"
-awk -v a="$allot" -v j="$js" 'BEGIN { printf "tokenizer encode: allot %.2f MB/s, js %.2f MB/s, ratio %.1fx (target >= 10x)\n", a, j, a / j }'
+awk -v a="$allot" -v j="$js" 'BEGIN { printf "tokenizer encode (MB per CPU second): allot %.2f, js %.2f, ratio %.1fx (target >= 10x)\n", a, j, a / j }'
