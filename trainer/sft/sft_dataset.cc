@@ -69,6 +69,7 @@ Result<SftExample> SftEncoder::Encode(std::string_view line, const std::string& 
     }
     return ex;
   }
+  if (!chat_error.ok()) return chat_error.Annotate(where + ": chat line");
   auto it = obj.find("messages");
   if (it == obj.end() || !it->is_array() || it->empty()) {
     return InvalidArgument(where + ": field 'messages' must be a non-empty list");

@@ -31,6 +31,9 @@ struct SftEncoder {
   const models::Tokenizer* tokenizer = nullptr;
   models::ChatTemplateKind chat_kind = models::ChatTemplateKind::kChatMl;
   models::ChatRenderOptions chat_options;
+  // Why chat_kind could not be resolved (e.g. no tokenizer_config.json); reported by the
+  // first chat line, so prompt/completion data needs no chat template.
+  Status chat_error;
   std::optional<int32_t> eos_id;  // appended to prompt/completion lines when add_eos
   const SftConfig* config = nullptr;
 

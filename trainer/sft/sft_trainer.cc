@@ -125,8 +125,13 @@ Result<std::unique_ptr<SftTrainer>> SftTrainer::Create(const SftRunOptions& opti
                                 ? t->tokenizer_dir_
                                 : fs::path(t->tokenizer_dir_).parent_path().string();
     auto kind = models::ResolveChatTemplate(c.chat_template, dir);
-    if (!kind.ok()) return kind.status().Annotate("sft.chat_template");
-    encoder.chat_kind = *kind;
+    if (kind.ok()) {
+      encoder.chat_kind = *kind;
+    } else if (c.format == "chat") {
+      return kind.status().Annotate("sft.chat_template");
+    } else {
+      encoder.chat_error = kind.status().Annotate("sft.chat_template");
+    }
   }
   const auto& eos = t->model_->config().eos_token_ids;
   if (!eos.empty()) {
