@@ -141,7 +141,8 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   }
   PublisherOptions po;
   po.endpoint = g.policy_endpoint;
-  po.root = options.run_dir + "/adapters";
+  // Absolute: the endpoint resolves the path in its own working directory.
+  po.root = fs::absolute(options.run_dir + "/adapters").lexically_normal().string();
   po.base_model = options.model_dir;
   po.timeout_s = g.sync_timeout_s;
   po.retries = g.sync_retries;
@@ -446,7 +447,9 @@ Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* pro
                        .max_grad_norm = g.max_grad_norm,
                        .temperature = g.temperature,
                        .chunk_tokens = s.options.logprob_chunk_tokens,
-                       .lr = lr};
+                       .lr = lr,
+                       .dropout_seed = SplitMix(s.options.seed ^
+                                                SplitMix(static_cast<uint64_t>(s.step + 0x5EED)))};
       ALLOT_RETURN_IF_ERROR(UpdatePolicy(*s.model, *s.optimizer, batch, uo, &m));
       // ---- Sync: a new adapter version, proven served.
       const auto t_sync = Clock::now();

@@ -36,6 +36,7 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
 
   const auto t0 = Clock::now();
   model.train();
+  torch::manual_seed(options.dropout_seed);
   std::vector<at::Tensor> old(micro.size()), ref(micro.size());
   if (options.updates > 1) {
     torch::NoGradGuard no_grad;

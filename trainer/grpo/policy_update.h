@@ -27,6 +27,9 @@ struct UpdateOptions {
   double temperature = 1.0;    // the rollout's: log-probs are of softmax(logits / T)
   int64_t chunk_tokens = 512;
   double lr = 1e-5;
+  // Seeds LibTorch's default generator before the passes, so that LoRA dropout masks are a
+  // function of the run seed and the step (exact resume), not of what ran before.
+  uint64_t dropout_seed = 0;
 };
 
 // Fills the update part of `metrics` (loss, KL, clip fractions, IS weights, entropy estimate,
