@@ -123,7 +123,7 @@ void WriteCurves(const RunDirectory& run) {
   }
   const std::string png = run.path() + "/curves.png";
   const std::string script = run.path() + "/curves.gp";
-  std::ofstream(script) << "set terminal pngcairo size 900,500 noenhanced\n"
+  std::ofstream(script) << "set terminal png size 900,500 noenhanced\n"
                         << "set output '" << png << "'\n"
                         << "set xlabel 'step'\nset ylabel 'reward'\nset y2label 'cost'\n"
                         << "set y2tics\nset ytics nomirror\nset key top left\n"

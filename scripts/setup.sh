@@ -37,6 +37,7 @@ PACKAGES=(
   bubblewrap python3                                         # sandboxed code tool
   libonnx-dev                                                # navigator ONNX export
   libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
+  gnuplot-nox                                                # GRPO runs' reward/cost curve PNG
 )
 
 step "checking the platform"
