@@ -180,8 +180,8 @@ TEST_F(PrmPoolingTest, PrmClientDropsEarliestStepsByTheServersTokenCount) {
   int calls = 0;
   rewards::PrmReward prm(c, HttpTransport(port_, &calls));
   // Each step is ~70 bytes = tokens; five of them do not fit in 256, the last three do.
-  std::vector<std::string> steps;
-  for (char ch : std::string("abcde")) steps.push_back(std::string(60, ch));
+  std::vector<std::string> steps(5);
+  for (size_t i = 0; i < steps.size(); ++i) steps[i].assign(60, static_cast<char>('a' + i));
   auto scores = prm.StepScores("Q", steps);
   ASSERT_TRUE(scores.ok()) << scores.status().ToString();
   EXPECT_EQ(scores->size(), 3u);
