@@ -1,14 +1,14 @@
 #include "models/tokenizer/bpe_tokenizer.h"
 
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <queue>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "models/tokenizer/byte_level.h"
+#include "models/tokenizer/json_field.h"
 #include "models/tokenizer/utf8.h"
 
 namespace allot::models {
@@ -40,37 +40,75 @@ Status ParseMerge(const json& m, size_t index, const std::string& where, std::st
 }
 
 // Reads the ids a post-processor adds around a single sequence.
-Status ParsePostProcessor(const json& node, const std::string& where,
+Status ParsePostProcessor(const json& node, const std::string& where, const std::string& field,
                           const std::function<std::optional<int32_t>(const std::string&)>& lookup,
                           std::vector<int32_t>* before, std::vector<int32_t>* after) {
   if (node.is_null()) return Status::Ok();
-  const std::string type = node.value("type", std::string());
+  if (!node.is_object()) {
+    return InvalidArgument(where + ": " + field + ": expected an object, got " + node.dump());
+  }
+  ALLOT_ASSIGN_OR_RETURN(const std::string type,
+                         OptionalField<std::string>(node, "type", "", where, field + ".type"));
   if (type == "ByteLevel") return Status::Ok();  // offsets only
   if (type == "Sequence") {
-    for (const auto& child : node.value("processors", json::array())) {
-      ALLOT_RETURN_IF_ERROR(ParsePostProcessor(child, where, lookup, before, after));
+    static const json kEmptyArray = json::array();
+    auto it = node.find("processors");
+    const json& processors = it == node.end() ? kEmptyArray : *it;
+    if (!processors.is_array()) {
+      return InvalidArgument(where + ": " + field + ".processors: expected an array");
+    }
+    for (size_t i = 0; i < processors.size(); ++i) {
+      ALLOT_RETURN_IF_ERROR(ParsePostProcessor(processors[i], where,
+                                               field + ".processors[" + std::to_string(i) + "]",
+                                               lookup, before, after));
     }
     return Status::Ok();
   }
   if (type == "TemplateProcessing") {
-    const json& special = node.value("special_tokens", json::object());
+    static const json kEmptyArray = json::array();
+    static const json kEmptyObject = json::object();
+    auto it_special = node.find("special_tokens");
+    auto it_single = node.find("single");
+    const json& special = it_special == node.end() ? kEmptyObject : *it_special;
+    const json& single = it_single == node.end() ? kEmptyArray : *it_single;
+    if (!special.is_object()) {
+      return InvalidArgument(where + ": " + field + ".special_tokens: expected an object");
+    }
+    if (!single.is_array()) {
+      return InvalidArgument(where + ": " + field + ".single: expected an array");
+    }
     bool seen_sequence = false;
-    for (const auto& item : node.value("single", json::array())) {
-      if (item.contains("Sequence")) {
+    for (size_t i = 0; i < single.size(); ++i) {
+      const json& item = single[i];
+      const std::string item_field = field + ".single[" + std::to_string(i) + "]";
+      if (item.is_object() && item.contains("Sequence")) {
         seen_sequence = true;
         continue;
       }
-      if (!item.contains("SpecialToken")) {
-        return InvalidArgument(where + ": post_processor.single: unexpected item " + item.dump());
+      if (!item.is_object() || !item.contains("SpecialToken") ||
+          !item["SpecialToken"].is_object()) {
+        return InvalidArgument(where + ": " + item_field + ": unexpected item " + item.dump());
       }
-      const std::string name = item["SpecialToken"].value("id", std::string());
+      ALLOT_ASSIGN_OR_RETURN(const std::string name,
+                             OptionalField<std::string>(item["SpecialToken"], "id", "", where,
+                                                        item_field + ".SpecialToken.id"));
       std::vector<int32_t> ids;
-      if (special.contains(name) && special[name].contains("ids")) {
-        ids = special[name]["ids"].get<std::vector<int32_t>>();
+      if (special.contains(name) && special[name].is_object() && special[name].contains("ids")) {
+        const json& list = special[name]["ids"];
+        const std::string ids_field = field + ".special_tokens[\"" + name + "\"].ids";
+        if (!list.is_array()) {
+          return InvalidArgument(where + ": " + ids_field + ": expected an array of token ids");
+        }
+        for (size_t k = 0; k < list.size(); ++k) {
+          ALLOT_ASSIGN_OR_RETURN(
+              const int32_t id,
+              TokenIdField(list[k], where, ids_field + "[" + std::to_string(k) + "]"));
+          ids.push_back(id);
+        }
       } else if (auto id = lookup(name)) {
         ids = {*id};
       } else {
-        return InvalidArgument(where + ": post_processor.single: unknown special token \"" + name +
+        return InvalidArgument(where + ": " + item_field + ": unknown special token \"" + name +
                                "\"");
       }
       auto& dst = seen_sequence ? *after : *before;
@@ -78,22 +116,17 @@ Status ParsePostProcessor(const json& node, const std::string& where,
     }
     return Status::Ok();
   }
-  return Unimplemented(where + ": post_processor.type \"" + type +
+  return Unimplemented(where + ": " + field + ".type \"" + type +
                        "\" is not supported (supported: ByteLevel, TemplateProcessing, Sequence)");
-}
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open tokenizer file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromFile(const std::string& path) {
-  ALLOT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  std::string text;
+  if (Status s = ReadFile(path, &text); !s.ok()) {
+    return Status(s.code(), s.message() + " (tokenizer file)");
+  }
   json root;
   try {
     root = json::parse(text);
@@ -106,67 +139,122 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromFile(const std::string& 
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromJson(const json& root,
                                                              const std::string& where) {
+  // Every field is read through a typed check; this catch is only the last line of defence
+  // against a nlohmann exception from a path no check covers.
+  try {
+    return FromCheckedJson(root, where);
+  } catch (const json::exception& e) {
+    return InvalidArgument(where + ": malformed tokenizer.json: " + e.what());
+  }
+}
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromCheckedJson(const json& root,
+                                                                    const std::string& where) {
   if (!root.is_object() || !root.contains("model") || !root["model"].is_object()) {
     return InvalidArgument(where + ": expected a tokenizer.json object with a \"model\"");
   }
+  if (JsonDeeperThan(root, 32)) {
+    return InvalidArgument(where +
+                           ": nests deeper than 32 levels (real tokenizer.json files "
+                           "use fewer than 10)");
+  }
   const json& model = root["model"];
-  const std::string type = model.value("type", std::string("BPE"));
+  ALLOT_ASSIGN_OR_RETURN(const std::string type,
+                         OptionalField<std::string>(model, "type", "BPE", where, "model.type"));
   if (type != "BPE") {
     return Unimplemented(where + ": model.type \"" + type + "\" is not supported (only BPE)");
   }
-  if (model.value("byte_fallback", false)) {
+  ALLOT_ASSIGN_OR_RETURN(
+      const bool byte_fallback,
+      OptionalField<bool>(model, "byte_fallback", false, where, "model.byte_fallback"));
+  if (byte_fallback) {
     return Unimplemented(where +
                          ": model.byte_fallback (SentencePiece-style BPE) is not supported");
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty()) {
-      return Unimplemented(where + ": model." + key + " is not supported");
-    }
+    ALLOT_ASSIGN_OR_RETURN(
+        const std::string value,
+        OptionalField<std::string>(model, key, "", where, std::string("model.") + key));
+    if (!value.empty()) return Unimplemented(where + ": model." + key + " is not supported");
   }
   if (!model.contains("vocab") || !model["vocab"].is_object()) {
     return InvalidArgument(where + ": model.vocab: expected an object of token -> id");
   }
+  // Without copying: a ternary between obj[key] and a temporary would copy the member.
+  static const json kNull;
+  static const json kEmptyArray = json::array();
+  const auto member = [](const json& obj, const char* key) -> const json& {
+    auto it = obj.find(key);
+    return it == obj.end() ? kNull : *it;
+  };
 
   std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer());
-  ALLOT_ASSIGN_OR_RETURN(tok->normalizer_,
-                         Normalizer::FromJson(root.value("normalizer", json()), where));
+  ALLOT_ASSIGN_OR_RETURN(tok->normalizer_, Normalizer::FromJson(member(root, "normalizer"), where));
   ALLOT_ASSIGN_OR_RETURN(tok->pre_tokenizer_,
-                         PreTokenizer::FromJson(root.value("pre_tokenizer", json()), where));
-  const json& decoder = root.value("decoder", json());
-  const bool byte_level_decoder = decoder.is_object() && decoder.value("type", "") == "ByteLevel";
+                         PreTokenizer::FromJson(member(root, "pre_tokenizer"), where));
+  const json& decoder = member(root, "decoder");
+  if (!decoder.is_null() && !decoder.is_object()) {
+    return InvalidArgument(where + ": decoder: expected an object, got " + decoder.dump());
+  }
+  ALLOT_ASSIGN_OR_RETURN(const std::string decoder_type,
+                         OptionalField<std::string>(decoder, "type", "", where, "decoder.type"));
+  const bool byte_level_decoder = decoder_type == "ByteLevel";
   if (!tok->pre_tokenizer_.byte_level() && !byte_level_decoder) {
     return Unimplemented(where +
                          ": only byte-level BPE is supported (no ByteLevel pre_tokenizer or "
                          "decoder found)");
   }
   if (!decoder.is_null() && !byte_level_decoder) {
-    return Unimplemented(where + ": decoder.type \"" + decoder.value("type", std::string()) +
+    return Unimplemented(where + ": decoder.type \"" + decoder_type +
                          "\" is not supported (only ByteLevel)");
   }
-  tok->ignore_merges_ = model.value("ignore_merges", false);
+  ALLOT_ASSIGN_OR_RETURN(tok->ignore_merges_, OptionalField<bool>(model, "ignore_merges", false,
+                                                                  where, "model.ignore_merges"));
 
   // Vocabulary: the file spells tokens with the byte-level alphabet; keep raw bytes.
   std::unordered_map<std::string, int32_t> spelling_to_id;
   spelling_to_id.reserve(model["vocab"].size());
   int32_t max_id = -1;
   for (const auto& [spelling, id_node] : model["vocab"].items()) {
-    if (!id_node.is_number_integer() || id_node.get<int64_t>() < 0 ||
-        id_node.get<int64_t>() > (1 << 30)) {
-      return InvalidArgument(where + ": model.vocab[\"" + spelling + "\"]: expected an id >= 0");
-    }
-    const int32_t id = id_node.get<int32_t>();
+    ALLOT_ASSIGN_OR_RETURN(const int32_t id,
+                           TokenIdField(id_node, where, "model.vocab[\"" + spelling + "\"]"));
     spelling_to_id.emplace(spelling, id);
     max_id = std::max(max_id, id);
   }
-  const json& added = root.value("added_tokens", json::array());
-  for (const auto& a : added) {
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
-        !a.contains("content") || !a["content"].is_string() || a["id"].get<int64_t>() < 0 ||
-        a["id"].get<int64_t>() > (1 << 30)) {
-      return InvalidArgument(where + ": added_tokens: expected {\"id\": n, \"content\": s}, got " +
+  const json& added =
+      member(root, "added_tokens").is_null() ? kEmptyArray : member(root, "added_tokens");
+  if (!added.is_array()) {
+    return InvalidArgument(where + ": added_tokens: expected an array, got " + added.dump());
+  }
+  // Added tokens are matched by their content and decode to it verbatim.
+  std::vector<AddedToken> tokens;
+  for (size_t i = 0; i < added.size(); ++i) {
+    const json& a = added[i];
+    const std::string field = "added_tokens[" + std::to_string(i) + "]";
+    if (!a.is_object() || !a.contains("id") || !a.contains("content") ||
+        !a["content"].is_string()) {
+      return InvalidArgument(where + ": " + field + ": expected {\"id\": n, \"content\": s}, got " +
                              a.dump());
     }
-    max_id = std::max(max_id, a["id"].get<int32_t>());
+    AddedToken t;
+    ALLOT_ASSIGN_OR_RETURN(t.id, TokenIdField(a["id"], where, field + ".id"));
+    t.content = a["content"].get<std::string>();
+    ALLOT_ASSIGN_OR_RETURN(t.special,
+                           OptionalField<bool>(a, "special", false, where, field + ".special"));
+    ALLOT_ASSIGN_OR_RETURN(t.lstrip,
+                           OptionalField<bool>(a, "lstrip", false, where, field + ".lstrip"));
+    ALLOT_ASSIGN_OR_RETURN(t.rstrip,
+                           OptionalField<bool>(a, "rstrip", false, where, field + ".rstrip"));
+    ALLOT_ASSIGN_OR_RETURN(
+        t.single_word, OptionalField<bool>(a, "single_word", false, where, field + ".single_word"));
+    ALLOT_RETURN_IF_ERROR(
+        OptionalField<bool>(a, "normalized", false, where, field + ".normalized").status());
+    if (FindInvalidUtf8(t.content) != std::string::npos || t.content.empty()) {
+      return InvalidArgument(where + ": " + field + ".content: id " + std::to_string(t.id) +
+                             " has empty or invalid UTF-8 content");
+    }
+    max_id = std::max(max_id, t.id);
+    tokens.push_back(std::move(t));
   }
   tok->id_to_bytes_.assign(static_cast<size_t>(max_id + 1), std::string());
   tok->id_kind_.assign(static_cast<size_t>(max_id + 1), kUnused);
@@ -182,14 +270,20 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromJson(const json& root,
     auto it = tok->bytes_to_id_.find(std::string(1, static_cast<char>(b)));
     tok->byte_id_[b] = it == tok->bytes_to_id_.end() ? -1 : it->second;
   }
-  if (model.contains("unk_token") && model["unk_token"].is_string()) {
-    auto it = spelling_to_id.find(model["unk_token"].get<std::string>());
+  ALLOT_ASSIGN_OR_RETURN(
+      const std::string unk_token,
+      OptionalField<std::string>(model, "unk_token", "", where, "model.unk_token"));
+  if (!unk_token.empty()) {
+    auto it = spelling_to_id.find(unk_token);
     if (it != spelling_to_id.end()) tok->unk_id_ = it->second;
   }
 
   // Merges: rank = position in the list.
-  static const json kEmpty = json::array();
-  const json& merges = model.contains("merges") ? model["merges"] : kEmpty;
+  const json& merges = member(model, "merges").is_null() ? kEmptyArray : member(model, "merges");
+  if (!merges.is_array()) {
+    return InvalidArgument(where + ": model.merges: expected an array, got " +
+                           std::string(merges.type_name()));
+  }
   tok->merges_.reserve(merges.size());
   std::string a, b;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -205,23 +299,9 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromJson(const json& root,
                          MergeRule{static_cast<int32_t>(rank), im->second});
   }
 
-  // Added tokens are matched by their content and decode to it verbatim.
-  std::vector<AddedToken> tokens;
-  for (const auto& a_node : added) {
-    AddedToken t;
-    t.id = a_node["id"].get<int32_t>();
-    t.content = a_node["content"].get<std::string>();
-    t.special = a_node.value("special", false);
-    t.lstrip = a_node.value("lstrip", false);
-    t.rstrip = a_node.value("rstrip", false);
-    t.single_word = a_node.value("single_word", false);
-    if (FindInvalidUtf8(t.content) != std::string::npos || t.content.empty()) {
-      return InvalidArgument(where + ": added_tokens: id " + std::to_string(t.id) +
-                             " has empty or invalid UTF-8 content");
-    }
+  for (const AddedToken& t : tokens) {
     tok->id_to_bytes_[t.id] = t.content;
     tok->id_kind_[t.id] = t.special ? kAddedSpecial : kAdded;
-    tokens.push_back(std::move(t));
   }
   tok->added_ = AddedVocabulary(std::move(tokens));
 
@@ -231,12 +311,14 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromJson(const json& root,
     if (it != spelling_to_id.end()) return it->second;
     return std::nullopt;
   };
-  ALLOT_RETURN_IF_ERROR(ParsePostProcessor(root.value("post_processor", json()), where, lookup,
-                                           &tok->bos_ids_, &tok->eos_ids_));
-  for (int32_t id : tok->bos_ids_) {
-    if (id < 0 || id >= tok->vocab_size()) {
-      return InvalidArgument(where + ": post_processor: id " + std::to_string(id) +
-                             " is outside the vocabulary");
+  ALLOT_RETURN_IF_ERROR(ParsePostProcessor(member(root, "post_processor"), where, "post_processor",
+                                           lookup, &tok->bos_ids_, &tok->eos_ids_));
+  for (const auto* ids : {&tok->bos_ids_, &tok->eos_ids_}) {
+    for (int32_t id : *ids) {
+      if (id < 0 || id >= tok->vocab_size()) {
+        return InvalidArgument(where + ": post_processor: id " + std::to_string(id) +
+                               " is outside the vocabulary");
+      }
     }
   }
   return tok;

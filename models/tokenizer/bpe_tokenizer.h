@@ -42,6 +42,8 @@ class BpeTokenizer final : public Tokenizer {
 
  private:
   BpeTokenizer() = default;
+  static Result<std::unique_ptr<BpeTokenizer>> FromCheckedJson(const nlohmann::json& root,
+                                                               const std::string& where);
 
   // Appends the BPE encoding of one pre-token's bytes.
   Status EncodeWord(std::string_view bytes, std::vector<int32_t>* out) const;

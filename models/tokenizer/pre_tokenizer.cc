@@ -5,6 +5,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "models/tokenizer/json_field.h"
+
 namespace allot::models {
 namespace {
 
@@ -173,7 +175,9 @@ Status PreTokenizer::ParseStage(const nlohmann::json& node, const std::string& w
                              ": pre_tokenizer Split.pattern: expected {\"Regex\": ...} or "
                              "{\"String\": ...}");
     }
-    const std::string behavior = node.value("behavior", std::string("Isolated"));
+    ALLOT_ASSIGN_OR_RETURN(const std::string behavior,
+                           OptionalField<std::string>(node, "behavior", "Isolated", where,
+                                                      "pre_tokenizer Split.behavior"));
     RegexSplitter::Behavior b;
     if (behavior == "Isolated") {
       b = RegexSplitter::Behavior::kIsolated;
@@ -189,7 +193,9 @@ Status PreTokenizer::ParseStage(const nlohmann::json& node, const std::string& w
       return InvalidArgument(where + ": pre_tokenizer Split.behavior: unknown value \"" + behavior +
                              "\"");
     }
-    auto splitter = RegexSplitter::Compile(text, literal, b, node.value("invert", false));
+    ALLOT_ASSIGN_OR_RETURN(const bool invert, OptionalField<bool>(node, "invert", false, where,
+                                                                  "pre_tokenizer Split.invert"));
+    auto splitter = RegexSplitter::Compile(text, literal, b, invert);
     if (!splitter.ok()) return splitter.status().Annotate(where + ": pre_tokenizer Split.pattern");
     Stage stage;
     stage.splitter = std::move(splitter).value();
@@ -200,8 +206,13 @@ Status PreTokenizer::ParseStage(const nlohmann::json& node, const std::string& w
   if (type == "ByteLevel") {
     self->byte_level_ = true;
     Stage stage;
-    stage.add_prefix_space = node.value("add_prefix_space", false);
-    if (node.value("use_regex", true)) {
+    ALLOT_ASSIGN_OR_RETURN(stage.add_prefix_space,
+                           OptionalField<bool>(node, "add_prefix_space", false, where,
+                                               "pre_tokenizer ByteLevel.add_prefix_space"));
+    ALLOT_ASSIGN_OR_RETURN(
+        const bool use_regex,
+        OptionalField<bool>(node, "use_regex", true, where, "pre_tokenizer ByteLevel.use_regex"));
+    if (use_regex) {
       ALLOT_ASSIGN_OR_RETURN(
           stage.splitter,
           RegexSplitter::Compile(kGpt2Pattern, false, RegexSplitter::Behavior::kIsolated, false));

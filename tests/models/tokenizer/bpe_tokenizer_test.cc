@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -181,6 +182,113 @@ TEST(BpeTokenizerTest, ErrorsNameTheFieldAndFile) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// Each mutation used to throw nlohmann::type_error (or std::bad_alloc for the huge id) out of
+// FromJson and abort the process; each must now be an error naming the file and the field.
+TEST(BpeTokenizerTest, WrongTypesAreErrorsNamingTheField) {
+  struct Case {
+    const char* field;  // expected in the message
+    std::function<void(json&)> mutate;
+  };
+  const std::vector<Case> cases = {
+      {"added_tokens[0].special", [](json& j) { j["added_tokens"][0]["special"] = "yes"; }},
+      {"added_tokens[1].lstrip", [](json& j) { j["added_tokens"][1]["lstrip"] = 1; }},
+      {"added_tokens[0].rstrip", [](json& j) { j["added_tokens"][0]["rstrip"] = "no"; }},
+      {"added_tokens[0].single_word",
+       [](json& j) { j["added_tokens"][0]["single_word"] = json::object(); }},
+      {"added_tokens[0].normalized", [](json& j) { j["added_tokens"][0]["normalized"] = "x"; }},
+      {"added_tokens[0].id", [](json& j) { j["added_tokens"][0]["id"] = "5"; }},
+      {"added_tokens[1].id", [](json& j) { j["added_tokens"][1]["id"] = (1 << 30) - 1; }},
+      {"added_tokens:",
+       [](json& j) {
+         j["added_tokens"] = {{"a", 1}};
+       }},
+      {"model.vocab[", [](json& j) { j["model"]["vocab"]["zz"] = (1 << 30) - 3; }},
+      {"model.vocab[", [](json& j) { j["model"]["vocab"]["zz"] = 1.5; }},
+      {"model.type", [](json& j) { j["model"]["type"] = 7; }},
+      {"model.byte_fallback", [](json& j) { j["model"]["byte_fallback"] = "false"; }},
+      {"model.ignore_merges", [](json& j) { j["model"]["ignore_merges"] = 0; }},
+      {"model.unk_token", [](json& j) { j["model"]["unk_token"] = 3; }},
+      {"model.end_of_word_suffix", [](json& j) { j["model"]["end_of_word_suffix"] = 3; }},
+      {"model.merges", [](json& j) { j["model"]["merges"] = "a b"; }},
+      {"decoder", [](json& j) { j["decoder"] = "ByteLevel"; }},
+      {"decoder.type",
+       [](json& j) {
+         j["decoder"] = {{"type", false}};
+       }},
+      {"post_processor", [](json& j) { j["post_processor"] = "TemplateProcessing"; }},
+      {"post_processor.type",
+       [](json& j) {
+         j["post_processor"] = {{"type", 1}};
+       }},
+      {"post_processor.processors",
+       [](json& j) {
+         j["post_processor"] = {{"type", "Sequence"}, {"processors", 3}};
+       }},
+      {"post_processor.single[0]",
+       [](json& j) {
+         j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", {"<|eot|>"}}};
+       }},
+      {"post_processor.special_tokens[\"<|eot|>\"].ids[0]",
+       [](json& j) {
+         j["post_processor"] = {
+             {"type", "TemplateProcessing"},
+             {"single", {{{"SpecialToken", {{"id", "<|eot|>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
+             {"special_tokens", {{"<|eot|>", {{"ids", {"x"}}}}}}};
+       }},
+      {"pre_tokenizer Split.behavior",
+       [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = 2; }},
+      {"pre_tokenizer Split.invert",
+       [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = "false"; }},
+      {"pre_tokenizer ByteLevel.add_prefix_space",
+       [](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = "true"; }},
+      {"nests deeper than 32 levels",
+       [](json& j) {
+         // The parsers recurse into "Sequence": a file nested a million deep overflowed the
+         // stack. Depth 1000 is enough to show the bound.
+         json p = {{"type", "ByteLevel"}};
+         for (int i = 0; i < 1000; ++i) {
+           json q = {{"type", "Sequence"}, {"processors", json::array()}};
+           q["processors"].push_back(std::move(p));
+           p = std::move(q);
+         }
+         j["post_processor"] = std::move(p);
+       }},
+      {"pre_tokenizer ByteLevel.use_regex",
+       [](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = nullptr; }},
+  };
+  for (const Case& c : cases) {
+    json j = MakeTokenizerJson({"ab"}, Pairs({{"a", "b"}}));
+    c.mutate(j);
+    Result<std::unique_ptr<BpeTokenizer>> t = InvalidArgument("not run");
+    ASSERT_NO_THROW(t = BpeTokenizer::FromJson(j, "tok.json")) << c.field;
+    if (std::string(c.field) == "pre_tokenizer ByteLevel.use_regex") {
+      EXPECT_TRUE(t.ok()) << "null means default: " << t.status().ToString();
+      continue;
+    }
+    ASSERT_FALSE(t.ok()) << c.field;
+    EXPECT_NE(t.status().message().find("tok.json: "), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find(c.field), std::string::npos) << t.status().message();
+  }
+}
+
+TEST(TokenizeCommandTest, MalformedTokenizerFileIsAClearError) {
+  const auto dir = std::filesystem::temp_directory_path() / "allot_tokenize_bad_test";
+  std::filesystem::create_directories(dir);
+  json j = MakeTokenizerJson({}, json::array());
+  j["added_tokens"][0]["special"] = "yes";
+  {
+    std::ofstream f(dir / "tokenizer.json");
+    f << j.dump();
+  }
+  std::istringstream in("x");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunTokenize(dir.string(), false, in, out, err), 1);
+  EXPECT_NE(err.str().find("tokenizer.json: added_tokens[0].special: expected true or false"),
+            std::string::npos)
+      << err.str();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TokenizeCommandTest, EncodesAndDecodesThroughStreams) {
   const auto dir = std::filesystem::temp_directory_path() / "allot_tokenize_cmd_test";
   std::filesystem::create_directories(dir);
@@ -206,7 +314,7 @@ TEST(TokenizeCommandTest, EncodesAndDecodesThroughStreams) {
   std::istringstream any("x");
   std::ostringstream why2;
   EXPECT_EQ(RunTokenize((dir / "nope").string(), false, any, none, why2), 1);
-  EXPECT_NE(why2.str().find("cannot open tokenizer file"), std::string::npos) << why2.str();
+  EXPECT_NE(why2.str().find("cannot open (tokenizer file)"), std::string::npos) << why2.str();
   std::filesystem::remove_all(dir);
 }
 
