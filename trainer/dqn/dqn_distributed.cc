@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include "core/checkpoint_store.h"
@@ -27,14 +28,25 @@ uint64_t EpisodeSeed(uint64_t seed, uint64_t n) {
   return z ^ (z >> 31);
 }
 
-Result<Transition> FromProto(const v1::Transition& p, int state_dim, const std::string& where) {
+Result<Transition> FromProto(const v1::Transition& p, int state_dim, int num_actions,
+                             const std::string& where) {
   Transition t;
   t.state.assign(p.state().begin(), p.state().end());
   t.next_state.assign(p.next_state().begin(), p.next_state().end());
   if (t.next_state.empty() && p.done()) t.next_state.assign(t.state.size(), 0.0f);
   if (t.state.size() != static_cast<size_t>(state_dim) || t.next_state.size() != t.state.size()) {
     return InvalidArgument(where + ": transition state has " + std::to_string(t.state.size()) +
-                           " features, dqn.state_dim is " + std::to_string(state_dim));
+                           " features (next state " + std::to_string(t.next_state.size()) +
+                           "), dqn.state_dim is " + std::to_string(state_dim));
+  }
+  if (num_actions <= 0 || p.action() >= static_cast<uint32_t>(num_actions)) {
+    return InvalidArgument(where + ": transition action " + std::to_string(p.action()) +
+                           " is outside [0, " + std::to_string(num_actions) + ")");
+  }
+  const auto finite = [](float v) { return std::isfinite(v); };
+  if (!std::isfinite(p.reward()) || !std::all_of(t.state.begin(), t.state.end(), finite) ||
+      !std::all_of(t.next_state.begin(), t.next_state.end(), finite)) {
+    return InvalidArgument(where + ": transition has a non-finite reward or state feature");
   }
   t.action = static_cast<int>(p.action());
   t.reward = p.reward();
@@ -98,7 +110,7 @@ Status DistributedDqnTrainer::Publish(rollout::Dispatcher& dispatcher) {
 Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, ProgressBar* progress) {
   const DqnConfig& dqn = options_.dqn;
   const int actors = rollout_.in_process_workers;
-  publications_ = failed_episodes_ = 0;
+  publications_ = failed_episodes_ = malformed_episodes_ = 0;
   last_version_ = 0;
   worker_ids_.clear();
 
@@ -194,15 +206,29 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
       worker_ids_.push_back(traj.worker_id());
     }
     const std::string where = "episode " + traj.episode_id() + " from " + finished->worker;
+    // A worker is another process, possibly another build: check the whole episode before any
+    // of it reaches replay, and drop (and count) a malformed one instead of ending the run.
+    std::vector<Transition> transitions;
+    transitions.reserve(static_cast<size_t>(traj.transitions_size()));
+    Status malformed = Status::Ok();
     for (const v1::Transition& p : traj.transitions()) {
-      auto t = FromProto(p, dqn.state_dim, where);
+      auto t = FromProto(p, dqn.state_dim, dqn.num_actions, where);
       if (!t.ok()) {
-        status = t.status();
+        malformed = t.status();
         break;
       }
-      status = learner_->Observe(*t);
+      transitions.push_back(std::move(t).value());
+    }
+    if (!malformed.ok()) {
+      ++malformed_episodes_;
+      spdlog::warn("dqn.distributed: dropped malformed {} ({} so far)", malformed.message(),
+                   malformed_episodes_);
+      continue;  // the loop submits a replacement
+    }
+    for (const Transition& t : transitions) {
+      status = learner_->Observe(t);
       if (!status.ok()) break;
-      log.AddStep(t->action, t->reward, t->done);
+      log.AddStep(t.action, t.reward, t.done);
       // RLoT: one update per env step once replay is full.
       if (auto u = learner_->MaybeUpdate()) {
         log.AddUpdate(*u);

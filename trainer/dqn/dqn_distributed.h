@@ -64,6 +64,9 @@ class DistributedDqnTrainer {
   // Weight publications and failed episodes of the last Run.
   int64_t publications() const { return publications_; }
   int64_t failed_episodes() const { return failed_episodes_; }
+  // Episodes dropped because a transition was malformed (wrong state size, action out of
+  // range, non-finite value); the run goes on without them.
+  int64_t malformed_episodes() const { return malformed_episodes_; }
   const std::vector<std::string>& worker_ids() const { return worker_ids_; }
 
  private:
@@ -76,6 +79,7 @@ class DistributedDqnTrainer {
   std::unique_ptr<rollout::EnvRegistry> registry_;
   int64_t publications_ = 0;
   int64_t failed_episodes_ = 0;
+  int64_t malformed_episodes_ = 0;
   uint64_t last_version_ = 0;
   std::chrono::milliseconds idle_timeout_{120000};
   std::vector<std::string> worker_ids_;
