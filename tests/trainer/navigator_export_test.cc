@@ -2,6 +2,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,43 @@ TEST(NavigatorExportTest, OnnxPassesTheCheckerAndComputesTheSameQValues) {
   float q[5];
   learner.actor().Forward(std::span<const float>(states.data(), 7), q);
   for (int a = 0; a < 5; ++a) EXPECT_NEAR((*onnx_q)[static_cast<size_t>(a)], q[a], 1e-5);
+}
+
+// The project's own ONNX interpreter and exporter could share a misreading of the spec; Microsoft's
+// onnxruntime (tests/js/onnx_navigator.js, npm onnxruntime-node) is an independent check.
+TEST(NavigatorExportIntegrationTest, OnnxRuntimeComputesTheSameQValues) {
+  if (!OnnxExportAvailable()) GTEST_SKIP() << "built without libonnx";
+  if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
+  const std::string js = std::string(ALLOT_SOURCE_DIR) + "/tests/js";
+  if (!std::filesystem::exists(js + "/node_modules/onnxruntime-node/package.json")) {
+    const std::string install = "ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix '" + js +
+                                "' --no-audit --no-fund > /dev/null 2>&1";
+    ASSERT_EQ(std::system(install.c_str()), 0) << "npm install failed in " << js;
+  }
+  TempDir dir;
+  DqnLearner learner(DqnConfig{}, 5);
+  const std::string run = WriteRun(dir, learner);
+  ASSERT_EQ(RunExport(run, "onnx", dir.Join("out")), 0);
+  const int n = 64;
+  const std::vector<float> states = States(n, 11);
+  ASSERT_TRUE(WriteFileAtomic(dir.Join("states.json"),
+                              nlohmann::json{{"n", n}, {"dim", 7}, {"values", states}}.dump())
+                  .ok());
+  const std::string out = dir.Join("ort.out");
+  const std::string cmd = "node '" + js + "/onnx_navigator.js' '" + dir.Join("out") +
+                          "/navigator.onnx' '" + dir.Join("states.json") + "' > '" + out + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string text = Slurp(out);
+  ASSERT_EQ(rc, 0) << text;
+  const auto reply = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(reply.is_object()) << text;
+  EXPECT_EQ(reply["input"], "state");
+  EXPECT_EQ(reply["output"], "q_values");
+  EXPECT_EQ(reply["dims"], nlohmann::json::array({n, 5}));
+  const std::vector<float> ort_q = reply["q"].get<std::vector<float>>();
+  const std::vector<float> torch_q = learner.OnlineQ(states);
+  ASSERT_EQ(ort_q.size(), torch_q.size());
+  for (size_t i = 0; i < torch_q.size(); ++i) EXPECT_NEAR(ort_q[i], torch_q[i], 1e-5) << i;
 }
 
 TEST(NavigatorExportTest, CheckerRejectsABrokenGraph) {
