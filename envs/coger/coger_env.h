@@ -54,7 +54,8 @@ class CogerEnv : public runtime::Env {
   // `client`: the endpoint pool; null = built from config.endpoints.
   static Result<std::unique_ptr<CogerEnv>> Create(CogerEnvConfig config,
                                                   std::shared_ptr<llm::Client> client = nullptr);
-  // From env_config text (YAML or JSON of CogerEnvConfig).
+  // From env_config text: YAML or JSON of CogerEnvConfig, or a whole recipe (its env.coger,
+  // endpoints, gpu, rewards and tools sections; the rest is the trainer's).
   static Result<std::unique_ptr<CogerEnv>> FromConfigText(const std::string& text);
   ~CogerEnv() override;
 

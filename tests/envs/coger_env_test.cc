@@ -429,6 +429,17 @@ TEST_F(CogerEnvTest, ConfigErrorsNameTheField) {
   ASSERT_NE(made, nullptr);
   EXPECT_TRUE(CogerEnv::FromConfigText(made->ConfigText()).ok());
   EXPECT_FALSE(CogerEnv::FromConfigText("coger: {routr_endpoint: x}").ok());
+  // A whole recipe, as the GRPO learner sends it: the trainer's sections are ignored.
+  std::string recipe = "run: {name: x}\ntrainer: {algorithm: grpo}\ngrpo: {group_size: 12}\n";
+  recipe += "env: {name: coger, coger: {lmin: {oracle: dataset}, prompts: {dir: \"" +
+            std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/coger\"}}}\n";
+  recipe += "tools: {code: false}\nendpoints:\n";
+  for (const char* name : {"router", "medium", "large"}) {
+    recipe +=
+        "  - {name: " + std::string(name) + ", model: m, base_url: \"" + server_.url() + "\"}\n";
+  }
+  auto from_recipe = CogerEnv::FromConfigText(recipe);
+  EXPECT_TRUE(from_recipe.ok()) << from_recipe.status().ToString();
 }
 
 // Table 4 side by side: the router and a fixed level over the same question.

@@ -38,6 +38,12 @@ TEST(CogerServeIntegrationTest, RouterEpisodeThroughAWorkerAgainstAllotServe) {
     c.endpoints.push_back(e);
   }
   c.coger.prompts.dir = std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/coger";
+  // The tiny model's context is 256 byte-level tokens: short templates, same placeholders.
+  c.coger.prompts.router = "Level of: {{question}}\n";
+  c.coger.prompts.l2_cot = "Think: {{question}}\n";
+  c.coger.prompts.l3_reasoning = "Reason: {{question}}\n";
+  c.coger.prompts.cotool = "Tools ({{max_tool_calls}}): {{question}}\n";
+  c.coger.prompts.reason_in_tool = "{{question}} {{tool_query}} -> {{tool_output}}\n";
   c.coger.lmin.oracle = "dataset";
   c.coger.router_max_tokens = 8;
   c.coger.l2.max_tokens = 8;
