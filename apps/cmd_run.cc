@@ -8,6 +8,7 @@
 #include "apps/allot_config.h"
 #include "apps/commands.h"
 #include "apps/engines.h"
+#include "apps/learner_ranks.h"
 #include "core/config/node.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
@@ -17,6 +18,7 @@
 #include "envs/rlot/rlot_recipe.h"
 #include "trainer/dqn/navigator_eval.h"
 #include "trainer/dqn/navigator_export.h"
+#include "trainer/export/policy_export.h"
 
 namespace allot::apps {
 namespace {
@@ -46,13 +48,26 @@ int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
     const std::string what = "the " + cfg.trainer.algorithm + " trainer";
     return NotLanded(command, what.c_str());
   }
-  auto run = RunDirectory::Open(cfg.run.output_dir, cfg.run.name, resume);
-  if (!run.ok()) return Fail(command, run.status());
-  if (Status s = SetupLogging(cfg.logging.level, run->log_path()); !s.ok()) {
-    return Fail(command, s);
+  // A world of one unless the torchrun variables are set (`--nproc`, SLURM, Kubernetes); the
+  // engine gets the same communicator from trainer::comm::ProcessCommunicator().
+  auto comm = trainer::comm::ProcessCommunicator();
+  if (!comm.ok()) return Fail(command, comm.status());
+  if ((*comm)->distributed() && !IsDataParallelAlgorithm(cfg.trainer.algorithm)) {
+    return Fail(command, InvalidArgument("trainer.algorithm: " + cfg.trainer.algorithm +
+                                         " trains in one learner process (WORLD_SIZE=" +
+                                         std::to_string((*comm)->world_size()) + ")"));
   }
-  if (!resume) {
-    if (Status s = run->WriteConfig(ResolvedYaml(loaded)); !s.ok()) return Fail(command, s);
+  // Rank 0 owns the run's files; the other ranks log to the console only.
+  auto run = OpenRunOnAllRanks(**comm, cfg.run.output_dir, cfg.run.name, resume,
+                               [&](const RunDirectory& dir) -> Status {
+                                 ALLOT_RETURN_IF_ERROR(
+                                     SetupLogging(cfg.logging.level, dir.log_path()));
+                                 if (resume) return Status::Ok();
+                                 return dir.WriteConfig(ResolvedYaml(loaded));
+                               });
+  if (!run.ok()) return Fail(command, run.status());
+  if (!(*comm)->is_rank0()) {
+    if (Status s = SetupLogging(cfg.logging.level); !s.ok()) return Fail(command, s);
   }
   spdlog::info("{} run '{}' in {} ({})", resume ? "resuming" : "starting", cfg.run.name,
                run->path(), cfg.trainer.algorithm);
@@ -61,11 +76,20 @@ int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
 }
 
 int Train(const TrainArgs& a) {
-  if (a.nproc > 1) return NotLanded("train --nproc", "multi-process data-parallel learning");
   std::vector<std::string> overrides = a.overrides;
   if (!a.name.empty()) overrides.push_back("run.name=" + a.name);
   auto loaded = LoadConfig(a.config, overrides);
   if (!loaded.ok()) return Fail("train", loaded.status());
+  if (a.nproc > 1) {
+    // Checked once here rather than by every rank.
+    const std::string& algorithm = loaded->config.trainer.algorithm;
+    if (!IsDataParallelAlgorithm(algorithm)) {
+      return Fail("train", InvalidArgument("--nproc " + std::to_string(a.nproc) +
+                                           ": trainer.algorithm " + algorithm +
+                                           " trains in one learner process"));
+    }
+    return LaunchLocalTrainRanks("train", a.nproc);
+  }
   return StartRun("train", *loaded, /*resume=*/false);
 }
 
@@ -167,6 +191,22 @@ int Eval(const EvalArgs& a) {
   return trainer::RunNavigatorEval(run, env, a.options, a.json);
 }
 
+// `allot export RUN --format peft | merged` (trainer/export/policy_export.h).
+int ExportLlmPolicy(const std::string& run, const std::string& format, const std::string& out,
+                    const std::string& base_model, const std::string& dtype) {
+  auto checkpoint = trainer::ResolvePolicyCheckpoint(run);
+  if (!checkpoint.ok()) return Fail("export", checkpoint.status());
+  trainer::PolicyExportOptions options;
+  options.format = format;
+  options.out = out.empty() ? (std::filesystem::path(run) / "exports" / format).string() : out;
+  options.base_model = base_model;
+  options.dtype = dtype;
+  auto written = trainer::ExportPolicy(*checkpoint, options);
+  if (!written.ok()) return Fail("export", written.status());
+  std::cout << "wrote " << format << " export of " << *checkpoint << " to " << *written << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int NotLanded(const char* command, const char* what) {
@@ -228,22 +268,29 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->callback([=] { *exit_code = Eval(*ev); });
 
   struct ExportArgs {
-    std::string run, format = "safetensors", out, output_dir = "runs";
+    std::string run, format = "safetensors", out, output_dir = "runs", base_model;
+    std::string dtype = "auto";
   };
   auto ex = std::make_shared<ExportArgs>();
   CLI::App* exp = app.add_subcommand("export", "Export a trained policy for serving");
   exp->add_option("run", ex->run, "run name, run directory, checkpoint or weights file")
       ->required();
-  exp->add_option("--format", ex->format, "onnx | safetensors (navigator)")
-      ->check(CLI::IsMember({"onnx", "safetensors", "peft", "hf"}));
-  exp->add_option("--out", ex->out, "output directory (default: <run>/exports)");
+  exp->add_option("--format", ex->format,
+                  "onnx | safetensors (navigator); peft | merged (LLM policy; hf = merged)")
+      ->check(CLI::IsMember({"onnx", "safetensors", "peft", "merged", "hf"}));
+  exp->add_option("--out", ex->out, "output directory (default: <run>/exports[/<format>])");
   exp->add_option("--output-dir", ex->output_dir, "where run directories live");
+  exp->add_option("--base-model", ex->base_model,
+                  "LLM policy: base model directory, instead of the one the checkpoint records");
+  exp->add_option("--dtype", ex->dtype, "merged: auto | float32 | bfloat16 | float16")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
   exp->callback([=] {
-    if (ex->format == "peft" || ex->format == "hf") {
-      *exit_code = NotLanded("export", "PEFT/HF export of LLM policies (the GRPO engine)");
+    const std::string run = ResolveRun(ex->run, ex->output_dir);
+    if (ex->format == "peft" || ex->format == "merged" || ex->format == "hf") {
+      *exit_code = ExportLlmPolicy(run, ex->format == "peft" ? "peft" : "merged", ex->out,
+                                   ex->base_model, ex->dtype);
       return;
     }
-    const std::string run = ResolveRun(ex->run, ex->output_dir);
     const std::string out =
         ex->out.empty() ? (std::filesystem::path(run) / "exports").string() : ex->out;
     *exit_code = trainer::RunExport(run, ex->format, out);

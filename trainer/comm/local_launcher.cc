@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -153,7 +154,15 @@ Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
   std::vector<pid_t> pids;
   for (int r = 0; r < options.nproc; ++r) {
     const pid_t parent = getpid();
+    // Signals stay blocked across fork: a SIGTERM sent to a rank before it has exec'd must not
+    // run the launcher's forwarding handler in the child (which would then exec and live on);
+    // the child restores the default actions first and only then unblocks.
+    sigset_t forwarded, saved_mask;
+    sigemptyset(&forwarded);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&forwarded, sig);
+    pthread_sigmask(SIG_BLOCK, &forwarded, &saved_mask);
     const pid_t pid = fork();
+    if (pid != 0) pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
     if (pid < 0) {
       const std::string err = std::strerror(errno);
       for (pid_t p : pids) kill(p, SIGKILL);
@@ -163,6 +172,12 @@ Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
     }
     if (pid == 0) {
       // A rank does not outlive its launcher.
+      // Default actions, then an empty mask (blocked and ignored signals survive exec): a rank
+      // is stoppable by SIGTERM/SIGINT whatever the launching thread had blocked or ignored.
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(sig, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      pthread_sigmask(SIG_SETMASK, &none, nullptr);
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(128 + SIGTERM);
       execve(c_args[0], c_args.data(), c_envs[r].data());
