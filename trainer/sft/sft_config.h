@@ -25,6 +25,7 @@ struct SftConfig {
   bool skip_bad_lines = false;
   std::string init = "pretrained";  // pretrained (model.path weights) | random (config.json)
   int64_t init_seed = 0;            // random init
+  double init_std = 0.02;           // random init: transformers' initializer_range (Qwen2, Llama)
   int64_t max_seq_len = 1024;
   std::string overlong = "truncate";  // truncate | drop | error
   bool add_eos = true;                // prompt/completion: end the completion with EOS
@@ -48,6 +49,9 @@ struct SftConfig {
         {.doc = "pretrained: load model.path weights; random: fresh weights from its config.json",
          .choices = {"pretrained", "random"}});
     v.Field("init_seed", init_seed, {.doc = "seed of the random initialisation", .min = 0.0});
+    v.Field("init_std", init_std,
+            {.doc = "random init: std of the normal weights (transformers' initializer_range)",
+             .min = 0.0});
     v.Field("max_seq_len", max_seq_len, {.doc = "longest training sequence in tokens", .min = 2.0});
     v.Field("overlong", overlong,
             {.doc = "an example longer than max_seq_len: truncate its end, drop it, or fail",

@@ -44,7 +44,20 @@ Result<std::shared_ptr<models::CausalLMImpl>> BuildModel(const SftRunOptions& o)
   }
   torch::manual_seed(static_cast<uint64_t>(o.sft.init_seed));
   auto options = torch::TensorOptions().dtype(dtype).device(torch::Device(o.model.device));
-  return std::make_shared<models::CausalLMImpl>(config, options);
+  auto model = std::make_shared<models::CausalLMImpl>(config, options);
+  // transformers' _init_weights for Qwen2/Llama: every matrix (embeddings included) ~ N(0,
+  // initializer_range), biases 0, norms 1. LibTorch's module defaults (N(0, 1) embeddings) give
+  // a tied model logits of size ~sqrt(hidden) and a first loss far above ln(vocab).
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (item.value().dim() >= 2) {
+      item.value().normal_(0.0, o.sft.init_std);
+    } else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+      item.value().zero_();  // Qwen2's q/k/v biases
+    }
+  }
+  return model;
 }
 
 std::string GeneratorBytes() {
@@ -79,6 +92,9 @@ Status ValidateSftConfig(const SftConfig& c) {
   }
   if (c.init == "pretrained" && c.init_seed != 0) {
     return InvalidArgument("sft.init_seed has no effect with sft.init: pretrained");
+  }
+  if (c.init == "pretrained" && c.init_std != SftConfig().init_std) {
+    return InvalidArgument("sft.init_std has no effect with sft.init: pretrained");
   }
   if (c.init == "random" && c.lora.enabled) {
     return InvalidArgument(
