@@ -14,7 +14,6 @@
 #include "core/run_directory.h"
 #include "envs/coger/coger_eval.h"
 #include "envs/rlot/rlot_eval.h"
-#include "envs/rlot/rlot_eval.h"
 #include "envs/rlot/rlot_recipe.h"
 #include "trainer/dqn/navigator_eval.h"
 #include "trainer/dqn/navigator_export.h"
@@ -144,7 +143,6 @@ struct EvalArgs {
   std::string json;
   std::string method = "navigator";  // rlot: navigator | direct | fixed:<blocks>
   std::string keep_hard;  // rlot: write the problems answered wrong directly here
-  std::string keep_hard;  // rlot: write the problems answered wrong directly here
   trainer::NavigatorEvalOptions options;
 };
 
@@ -173,12 +171,6 @@ int Eval(const EvalArgs& a) {
       if (!rlot.ok()) return Fail("eval", rlot.status());
       auto problems = envs::rlot::LoadProblems(cfg.eval_data, "eval_data");
       if (!problems.ok()) return Fail("eval", problems.status());
-      if (!a.keep_hard.empty()) {  // the data tool: what the LLM gets wrong when asked directly
-        auto env = envs::rlot::RlotEnv::Create(*rlot);
-        if (!env.ok()) return Fail("eval", env.status());
-        return envs::rlot::RunKeepHardCommand(**env, cfg.eval_data, a.keep_hard, a.options.seed,
-                                              std::cout, std::cerr);
-      }
       if (!a.keep_hard.empty()) {  // the data tool: what the LLM gets wrong when asked directly
         auto env = envs::rlot::RlotEnv::Create(*rlot);
         if (!env.ok()) return Fail("eval", env.status());
@@ -259,9 +251,6 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--json", ev->json, "also write the report as JSON here");
   eval->add_option("--method", ev->method,
                    "rlot: navigator, direct, or fixed:<block>-<block> (e.g. fixed:reason-refine)");
-  eval->add_option("--keep-hard", ev->keep_hard,
-                   "rlot: write the eval_data problems the LLM gets wrong when asked directly "
-                   "(RLoT's training set) to this JSONL file");
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "
                    "(RLoT's training set) to this JSONL file");
