@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cmath>
 #include <span>
 
 #include "envs/synthetic/chain_env.h"
@@ -161,7 +160,7 @@ TEST(DqnDistributedIntegrationTest, RemoteWorkerProcess) {
 }
 
 // The chain env with every 4th episode's first transition broken in one of three ways, as a
-// worker of another build (or a buggy env) might send it.
+// worker of another build (a navigator of another shape) might send it.
 class CorruptingChainEnv : public rollout::Env {
  public:
   explicit CorruptingChainEnv(std::unique_ptr<envs::ChainEnv> inner)
@@ -171,15 +170,20 @@ class CorruptingChainEnv : public rollout::Env {
     const int n = count_++;
     if (n % 4 == 0 && t.transitions_size() > 0) {
       v1::Transition* p = t.mutable_transitions(0);
+      // Each passes the protocol's own validation (which would turn it into a failed
+      // episode) but does not fit this learner's navigator.
       switch ((n / 4) % 3) {
-        case 0:
+        case 0:  // one feature too many (dqn.state_dim is 7)
           p->add_state(1.0f);
+          if (p->next_state_size() > 0) p->add_next_state(1.0f);
           break;
-        case 1:
+        case 1:  // an action beyond dqn.num_actions (5), within the transition's own bound
+          p->set_num_actions(100);
           p->set_action(99);
           break;
         default:
-          p->set_reward(std::nanf(""));
+          p->set_num_actions(6);
+          p->set_action(5);
           break;
       }
     }
