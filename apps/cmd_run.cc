@@ -112,6 +112,7 @@ int Sft(const TrainArgs& a) {
   if (loaded->config.trainer.algorithm != "sft") {
     return Fail("sft", InvalidArgument("--set trainer.algorithm: `allot sft` runs sft only"));
   }
+  if (Status s = CheckSftRecipe(*loaded); !s.ok()) return Fail("sft", s);
   return StartRun("sft", *loaded, /*resume=*/false);
 }
 

@@ -55,10 +55,15 @@ int Fail(const Status& s) {
 
 }  // namespace
 
+Status CheckSftRecipe(const LoadedConfig& loaded) {
+  ALLOT_RETURN_IF_ERROR(CheckSftSections(loaded.source));
+  return trainer::ValidateSftConfig(loaded.config.sft);
+}
+
 int RunSftEngine(RunContext& ctx) {
   const AllotConfig& cfg = ctx.loaded.config;
   if (!ctx.resume) {
-    if (Status s = CheckSftSections(ctx.loaded.source); !s.ok()) return Fail(s);
+    if (Status s = CheckSftRecipe(ctx.loaded); !s.ok()) return Fail(s);
   }
   // One learner process for now: ranks of `--nproc` would each train the whole run and write
   // the same checkpoints.

@@ -21,4 +21,8 @@ using TrainEngine = int (*)(RunContext& ctx);
 // nullptr when the algorithm's engine has not landed.
 TrainEngine FindTrainEngine(const std::string& algorithm);
 
+// The sft engine's config checks (sections it does not read, knobs without effect), for
+// `allot sft` to run before a run directory is created.
+Status CheckSftRecipe(const LoadedConfig& loaded);
+
 }  // namespace allot::apps
