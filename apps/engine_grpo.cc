@@ -15,7 +15,10 @@
 #include "core/config/node.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "envs/coger/coger_env.h"
 #include "envs/datasets/jsonl_loader.h"
+#include "envs/rlot/rlot_env.h"
+#include "rollout/env.h"
 #include "trainer/grpo/grpo_trainer.h"
 
 namespace allot::apps {
@@ -176,6 +179,10 @@ int RunGrpoEngine(RunContext& ctx) {
     return kExitError;
   }
   o.prompts = std::move(*prompts);
+  // In-process rollout workers run the LLM envs from the global registry, as
+  // `allot rollout-worker` does.
+  envs::coger::RegisterCogerEnv(rollout::EnvRegistry::Global());
+  envs::rlot::RegisterRlotEnv(rollout::EnvRegistry::Global());
   auto trainer = trainer::grpo::GrpoTrainer::Create(std::move(o));
   if (!trainer.ok()) {
     std::cerr << "allot: " << trainer.status().message() << "\n";

@@ -234,16 +234,16 @@ Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* pro
   std::vector<std::unique_ptr<rollout::WorkerServer>> servers;
   rollout::WorkerConfig wc = s.options.rollout.worker;
   wc.metrics_listen = "";
-  for (int i = 0; i < s.options.rollout.in_process_workers; ++i) {
+  // A recipe that names no workers runs two in the learner process (single-machine runs).
+  const int in_process = s.options.rollout.in_process_workers > 0
+                             ? s.options.rollout.in_process_workers
+                         : dc.workers.empty() ? 2
+                                              : 0;
+  for (int i = 0; i < in_process; ++i) {
     wc.worker_id = "grpo-worker-" + std::to_string(i);
     ALLOT_ASSIGN_OR_RETURN(auto server,
                            rollout::WorkerServer::Start(wc, &rollout::EnvRegistry::Global(), true));
     servers.push_back(std::move(server));
-  }
-  if (servers.empty() && dc.workers.empty()) {
-    return InvalidArgument(
-        "rollout: no workers (set rollout.in_process_workers or "
-        "rollout.dispatcher.workers)");
   }
   ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::Dispatcher> dispatcher,
                          rollout::Dispatcher::Create(dc));
