@@ -162,8 +162,10 @@ int Eval(const EvalArgs& a) {
     if (loaded->config.env.name == "coger") {  // CogER: router vs L1..L4 vs random (Table 4)
       const AllotConfig& cfg = loaded->config;
       envs::coger::CogerEnvConfig cc{cfg.env.coger, cfg.endpoints, cfg.gpu, cfg.rewards, cfg.tools};
-      return envs::coger::RunCogerEvalCommand(cc, cfg.eval_data, "", a.options.episodes,
-                                              a.options.seed, a.json, std::cout, std::cerr);
+      return envs::coger::RunCogerEvalCommand(cc, cfg.eval_data,
+                                              a.method == "navigator" ? "" : a.method,
+                                              a.options.episodes, a.options.seed, a.json,
+                                              std::cout, std::cerr);
     }
     if (loaded->config.env.name == "rlot") {  // RLoT's LLM env on eval_data
       const AllotConfig& cfg = loaded->config;
@@ -251,7 +253,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--seed", ev->options.seed, "seed for epsilon trails");
   eval->add_option("--json", ev->json, "also write the report as JSON here");
   eval->add_option("--method", ev->method,
-                   "rlot: navigator, direct, or fixed:<block>-<block> (e.g. fixed:reason-refine)");
+                   "rlot: navigator, direct, or fixed:<block>-<block> (e.g. fixed:reason-refine); "
+                   "coger: all, or a list of router, L1..L4, random");
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "
                    "(RLoT's training set) to this JSONL file");
