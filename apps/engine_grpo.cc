@@ -168,9 +168,16 @@ int RunGrpoEngine(RunContext& ctx) {
   o.log_every = cfg.logging.log_every;
   o.rollout = cfg.rollout;
   o.endpoints = cfg.endpoints;
-  if (o.env == "chain") {
-    std::cerr << "allot: env.name: 'chain' is the DQN navigator's MDP; the grpo engine trains an "
-                 "LLM policy in an LLM env (coger, r2, deeptool, atlas)\n";
+  if (o.env == "chain" || o.env == "rlot") {
+    std::cerr << "allot: env.name: '" << o.env << "' yields DQN transitions for the navigator "
+              << "(trainer.algorithm: dqn); the grpo engine trains an LLM policy (env coger)\n";
+    return kExitError;
+  }
+  if (o.env != "coger") {
+    // Refused here rather than failing every episode on the workers: a recipe must not
+    // validate and then train nothing.
+    std::cerr << "allot: env.name: '" << o.env << "': no LLM env of that name exists in this "
+              << "build yet (the grpo engine runs: coger)\n";
     return kExitError;
   }
   auto prompts = Prompts(cfg);

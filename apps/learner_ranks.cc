@@ -39,7 +39,12 @@ Result<std::vector<std::string>> OwnCommandLine() {
 }  // namespace
 
 bool IsDataParallelAlgorithm(const std::string& algorithm) {
-  return algorithm == "grpo" || algorithm == "sft";
+  // No engine averages gradients over ranks yet (the GRPO and SFT engines would each train the
+  // whole run and write its checkpoints), so every algorithm is refused rather than run N times.
+  // An engine joins this list when it calls Communicator::AverageGradients and keeps run files
+  // on rank 0.
+  (void)algorithm;
+  return false;
 }
 
 int LaunchLocalTrainRanks(const char* command, int nproc) {
