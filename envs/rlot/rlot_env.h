@@ -31,13 +31,14 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "envs/rlot/rlot_config.h"
 #include "envs/rlot/rlot_prompts.h"
 #include "envs/rlot/self_evaluation.h"
+#include "envs/rlot/logic_block.h"
 #include "envs/runtime/env.h"
+#include "envs/synthetic/navigator_cache.h"
 #include "models/navigator_mlp.h"
 #include "rewards/step_scorer.h"
 
@@ -71,17 +72,12 @@ class RlotEnv : public runtime::Env {
   RlotEnv(RlotEnvConfig config, RlotPrompts prompts, std::shared_ptr<llm::Client> client,
           std::shared_ptr<llm::HttpTransport> http,
           std::shared_ptr<const rewards::StepScorer> scorer);
-  Result<std::shared_ptr<const models::NavigatorMlp>> Navigator(
-      const std::shared_ptr<const runtime::PolicySnapshot>& policy);
-
   RlotEnvConfig config_;
   RlotPrompts prompts_;
   std::shared_ptr<llm::HttpTransport> http_;  // the PRM's, when built here
   std::shared_ptr<llm::Client> client_;
   std::shared_ptr<const rewards::StepScorer> scorer_;
-  std::mutex mu_;
-  uint64_t cached_version_ = 0;
-  std::shared_ptr<const models::NavigatorMlp> cached_;
+  NavigatorCache navigators_{"rlot", kStateDim, kNumLogicBlocks};
 };
 
 // env_config (YAML or JSON of RlotEnvConfig) -> env; registers "rlot".

@@ -46,37 +46,11 @@ Result<std::unique_ptr<ChainEnv>> ChainEnv::Create(const std::string& env_config
   return std::make_unique<ChainEnv>(std::move(config));
 }
 
-Result<std::shared_ptr<const models::NavigatorMlp>> ChainEnv::Navigator(
-    const std::shared_ptr<const runtime::PolicySnapshot>& policy) {
-  if (policy == nullptr || policy->bytes.empty()) {
-    return std::shared_ptr<const models::NavigatorMlp>();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cached_ != nullptr && cached_version_ == policy->version) return cached_;
-  const std::string source = "policy version " + std::to_string(policy->version);
-  if (policy->kind != runtime::PolicySnapshot::Kind::kQnetWeights) {
-    return InvalidArgument(source + ": the chain env needs Q-net weights");
-  }
-  ALLOT_ASSIGN_OR_RETURN(
-      models::NavigatorMlp mlp,
-      models::NavigatorMlp::FromSafetensors(
-          std::span<const std::byte>(reinterpret_cast<const std::byte*>(policy->bytes.data()),
-                                     policy->bytes.size()),
-          source));
-  if (mlp.shape().state_dim != ChainMdp::kStateDim ||
-      mlp.shape().num_actions != ChainMdp::kNumActions) {
-    return InvalidArgument(source + ": navigator is not 7 -> 5");
-  }
-  cached_ = std::make_shared<const models::NavigatorMlp>(std::move(mlp));
-  cached_version_ = policy->version;
-  return cached_;
-}
-
 Result<runtime::Trajectory> ChainEnv::Run(const runtime::EpisodeInput& input) {
   const auto started = std::chrono::steady_clock::now();
   runtime::Trajectory traj;
   traj.policy_version = input.policy_version();
-  auto nav = Navigator(input.policy);
+  auto nav = navigators_.Get(input.policy);
   if (!nav.ok()) {
     traj.failure = {runtime::FailureReason::kEnvError, nav.status().message()};
     return traj;

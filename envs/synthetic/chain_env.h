@@ -14,19 +14,21 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "core/status.h"
 #include "envs/runtime/env.h"
 #include "envs/synthetic/chain_mdp.h"
+#include "envs/synthetic/navigator_cache.h"
 #include "models/navigator_mlp.h"
 
 namespace allot::envs {
 
 class ChainEnv : public runtime::Env {
  public:
-  explicit ChainEnv(ChainMdpConfig config) : config_(std::move(config)) {}
+  explicit ChainEnv(ChainMdpConfig config)
+      : config_(std::move(config)),
+        navigators_("chain", ChainMdp::kStateDim, ChainMdp::kNumActions) {}
 
   // env_config: YAML or JSON of ChainMdpConfig (empty: the defaults).
   static Result<std::unique_ptr<ChainEnv>> Create(const std::string& env_config);
@@ -34,13 +36,8 @@ class ChainEnv : public runtime::Env {
   Result<runtime::Trajectory> Run(const runtime::EpisodeInput& input) override;
 
  private:
-  Result<std::shared_ptr<const models::NavigatorMlp>> Navigator(
-      const std::shared_ptr<const runtime::PolicySnapshot>& policy);
-
   const ChainMdpConfig config_;
-  std::mutex mu_;
-  uint64_t cached_version_ = 0;
-  std::shared_ptr<const models::NavigatorMlp> cached_;
+  NavigatorCache navigators_;
 };
 
 // The env_config text that makes a worker build `config` (JSON).
