@@ -5,10 +5,8 @@
 
 #include "apps/allot_config.h"
 #include "apps/commands.h"
+#include "apps/env_catalog.h"
 #include "core/logging.h"
-#include "envs/coger/coger_env.h"
-#include "envs/rlot/rlot_env.h"
-#include "envs/synthetic/chain_env.h"
 #include "llm/serve/serve_command.h"
 #include "rollout/allocator_tuning.h"
 #include "rollout/env.h"
@@ -85,9 +83,7 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
     // A worker process runs episodes and gRPC streams only: keep freed pages and one arena
     // (rollout/allocator_tuning.h has the measurements).
     if (cfg.keep_freed_memory) rollout::KeepFreedMemoryForReuse(/*max_arenas=*/1);
-    envs::RegisterChainEnv(rollout::EnvRegistry::Global());
-    envs::coger::RegisterCogerEnv(rollout::EnvRegistry::Global());
-    envs::rlot::RegisterRlotEnv(rollout::EnvRegistry::Global());
+    RegisterAllEnvs(rollout::EnvRegistry::Global());
     Status s = rollout::RunRolloutWorker(cfg, rollout::EnvRegistry::Global());
     if (!s.ok()) {
       std::cerr << "allot rollout-worker: " << s.message() << "\n";

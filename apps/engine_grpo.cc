@@ -12,12 +12,11 @@
 
 #include "apps/commands.h"
 #include "apps/engines.h"
+#include "apps/env_catalog.h"
 #include "core/config/node.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
-#include "envs/coger/coger_env.h"
 #include "envs/datasets/jsonl_loader.h"
-#include "envs/rlot/rlot_env.h"
 #include "rollout/env.h"
 #include "trainer/grpo/grpo_trainer.h"
 
@@ -168,16 +167,18 @@ int RunGrpoEngine(RunContext& ctx) {
   o.log_every = cfg.logging.log_every;
   o.rollout = cfg.rollout;
   o.endpoints = cfg.endpoints;
-  if (o.env == "chain" || o.env == "rlot") {
-    std::cerr << "allot: env.name: '" << o.env << "' yields DQN transitions for the navigator "
-              << "(trainer.algorithm: dqn); the grpo engine trains an LLM policy (env coger)\n";
-    return kExitError;
-  }
-  if (o.env != "coger") {
+  const auto kind = FindEnvKind(o.env);
+  if (!kind) {
     // Refused here rather than failing every episode on the workers: a recipe must not
     // validate and then train nothing.
-    std::cerr << "allot: env.name: '" << o.env << "': no LLM env of that name exists in this "
-              << "build yet (the grpo engine runs: coger)\n";
+    std::cerr << "allot: env.name: '" << o.env << "': no env of that name exists in this build "
+              << "(the grpo engine runs: " << EnvNames(EnvKind::kLlmPolicy) << ")\n";
+    return kExitError;
+  }
+  if (*kind != EnvKind::kLlmPolicy) {
+    std::cerr << "allot: env.name: '" << o.env << "' yields DQN transitions for the navigator "
+              << "(trainer.algorithm: dqn); the grpo engine trains an LLM policy (envs: "
+              << EnvNames(EnvKind::kLlmPolicy) << ")\n";
     return kExitError;
   }
   auto prompts = Prompts(cfg);
@@ -188,8 +189,7 @@ int RunGrpoEngine(RunContext& ctx) {
   o.prompts = std::move(*prompts);
   // In-process rollout workers run the LLM envs from the global registry, as
   // `allot rollout-worker` does.
-  envs::coger::RegisterCogerEnv(rollout::EnvRegistry::Global());
-  envs::rlot::RegisterRlotEnv(rollout::EnvRegistry::Global());
+  RegisterAllEnvs(rollout::EnvRegistry::Global());
   auto trainer = trainer::grpo::GrpoTrainer::Create(std::move(o));
   if (!trainer.ok()) {
     std::cerr << "allot: " << trainer.status().message() << "\n";
