@@ -59,6 +59,9 @@ struct CoToolConfig {
   int64_t max_turns = 10;        // MAX_TURN (App. C); MAX_TOOL_CALLS is limits'
   std::string selector = "llm";  // tool selection: the App. B.2 prompt, or rules
   LevelModel selector_model{"large", 512, 0.0};
+  // Rules selector: what a knowledge query returns. titles: wiki_search's ids and titles;
+  // page: the text of the best-matching page (search, then Page Content Retrieval, App. D.2).
+  std::string rules_search = "titles";
   std::string begin_query = "<|begin_tool_query|>";
   std::string end_query = "<|end_tool_query|>";
   std::string begin_result = "<|begin_tool_result|>";
@@ -76,6 +79,11 @@ struct CoToolConfig {
             {.doc = "tool selection: the strict-JSON selection prompt, or rule-based",
              .choices = {"llm", "rules"}});
     v.Field("selector_model", selector_model, {.doc = "model answering the selection prompt"});
+    v.Field("rules_search", rules_search,
+            {.doc = "selector rules: a knowledge query returns the matching titles "
+                    "(wiki_search) or the best-matching page's text (wiki_get_page on the top "
+                    "hit)",
+             .choices = {"titles", "page"}});
     v.Field("begin_query", begin_query, {.doc = "tool query start marker (Algorithm 1)"});
     v.Field("end_query", end_query, {.doc = "tool query end marker; generation stops on it"});
     v.Field("begin_result", begin_result, {.doc = "tool result start marker"});

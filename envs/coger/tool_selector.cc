@@ -37,6 +37,18 @@ std::string StripVerb(const std::string& query) {
   return Trim(q);
 }
 
+// Drops one leading "search for", "search" or "look up" (the query verbs of CoTool's tool
+// queries in the tiny world: "search Vemere founded").
+std::string StripSearchVerb(const std::string& query) {
+  const std::string q = Trim(query);
+  const std::string lower = Lower(q);
+  for (const char* verb : {"search for ", "search ", "look up "}) {
+    const std::string v = verb;
+    if (lower.rfind(v, 0) == 0 && q.size() > v.size()) return Trim(q.substr(v.size()));
+  }
+  return q;
+}
+
 bool IsArithmetic(const std::string& s) {
   if (s.empty()) return false;
   bool digit = false;
@@ -84,19 +96,41 @@ Result<tools::ToolCall> RuleToolSelector::Select(runtime::Episode&, const std::s
     call.parameters = {{"equations", {Trim(expr.substr(5))}}};
     return call;
   }
-  if (registry_->Find("wiki_search") != nullptr) {
-    call.tool_name = "wiki_search";
-    call.parameters = {{"query", Trim(query)}};
-    return call;
-  }
+  if (registry_->Find("wiki_search") != nullptr) return KnowledgeCall(StripSearchVerb(query));
   return NotFound("no tool rule matches the query");
+}
+
+Result<tools::ToolCall> RuleToolSelector::KnowledgeCall(const std::string& query) const {
+  tools::ToolCall call;
+  call.tool_name = "wiki_search";
+  call.parameters = {{"query", query}};
+  if (search_ == "titles") return call;
+  // "page": search, then Page Content Retrieval on the top hit (CogER App. D.2). The QA tools
+  // are thread-safe (the knowledge base holds its own lock).
+  call.parameters["top_k"] = 1;
+  const tools::ToolResult found = registry_->Call(call);
+  if (!found.ok) return InvalidArgument("wiki_search: " + found.Render(512));
+  const nlohmann::json& results =
+      found.output.contains("results") ? found.output["results"] : nlohmann::json::array();
+  if (!results.is_array() || results.empty() || !results[0].contains("id")) {
+    return NotFound("no page matches '" + query + "'");
+  }
+  tools::ToolCall page;
+  page.tool_name = "wiki_get_page";
+  page.parameters = {{"page", results[0]["id"]}};
+  return page;
 }
 
 Result<std::unique_ptr<ToolSelector>> MakeToolSelector(const CoToolConfig& config,
                                                        const tools::ToolRegistry* registry,
                                                        const std::string& selection_prompt) {
-  if (config.selector == "rules")
-    return std::unique_ptr<ToolSelector>(new RuleToolSelector(registry));
+  if (config.selector == "rules") {
+    if (config.rules_search == "page" && registry->Find("wiki_get_page") == nullptr) {
+      return InvalidArgument(
+          "coger.cotool.rules_search: 'page' needs the QA tools (tools.knowledge_base.corpus)");
+    }
+    return std::unique_ptr<ToolSelector>(new RuleToolSelector(registry, config.rules_search));
+  }
   if (config.selector == "llm") {
     return std::unique_ptr<ToolSelector>(
         new LlmToolSelector(registry, config.selector_model, selection_prompt));

@@ -35,14 +35,22 @@ class LlmToolSelector : public ToolSelector {
 
 // Rules: a query that is an arithmetic expression (optionally after "calculate", "compute",
 // "evaluate" or "what is") goes to `calculate`; "solve ... = ..." to `solve` when registered;
-// anything else to `wiki_search` when a corpus is registered. Otherwise no tool matches.
+// anything else (a leading "search", "search for" or "look up" dropped) is a knowledge query
+// when a corpus is registered. With `search` = "titles" it becomes a `wiki_search` call (ids
+// and titles); with "page" the selector searches first and the call is `wiki_get_page` on the
+// best-ranked page, so the model reads the passage itself (the tiny world's fact questions
+// are answered by a page's text). Otherwise no tool matches.
 class RuleToolSelector : public ToolSelector {
  public:
-  explicit RuleToolSelector(const tools::ToolRegistry* registry) : registry_(registry) {}
+  RuleToolSelector(const tools::ToolRegistry* registry, std::string search = "titles")
+      : registry_(registry), search_(std::move(search)) {}
   Result<tools::ToolCall> Select(runtime::Episode& episode, const std::string& query) override;
 
  private:
+  Result<tools::ToolCall> KnowledgeCall(const std::string& query) const;
+
   const tools::ToolRegistry* registry_;
+  std::string search_;  // "titles" | "page"
 };
 
 Result<std::unique_ptr<ToolSelector>> MakeToolSelector(const CoToolConfig& config,
