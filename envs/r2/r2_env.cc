@@ -1,0 +1,439 @@
+#include "envs/r2/r2_env.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "core/config/binder.h"
+#include "core/config/node.h"
+#include "envs/runtime/prompt_template.h"
+#include "llm/client.h"
+
+namespace allot::envs::r2 {
+namespace {
+
+using runtime::FailureReason;
+using runtime::SegmentRole;
+
+constexpr size_t kInfoChars = 4000;
+
+std::string Cut(const std::string& s) {
+  return s.size() <= kInfoChars ? s : s.substr(0, kInfoChars - 3) + "...";
+}
+
+std::string Trimmed(std::string s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+struct PromptSlot {
+  const char* name;
+  std::string R2Prompts::*text;
+  std::vector<std::string> vars;
+};
+
+const std::vector<PromptSlot>& PromptSlots() {
+  static const std::vector<PromptSlot> slots = {
+      {"decomposer", &R2Prompts::decomposer, {"question"}},
+      {"allocator", &R2Prompts::allocator, {"pool", "num_subtasks"}},
+      {"subtask", &R2Prompts::subtask, {"question", "previous", "index", "subtask"}},
+      {"integrate", &R2Prompts::integrate, {"question", "results"}},
+      {"review", &R2Prompts::review, {"question", "previous", "subtask", "answer"}},
+  };
+  return slots;
+}
+
+Status CheckEndpoint(const llm::Client& client, const std::string& name, const std::string& field) {
+  if (client.endpoint(name) == nullptr) {
+    return InvalidArgument(field + ": endpoint '" + name + "' is not in the endpoint pool");
+  }
+  return Status::Ok();
+}
+
+// "Step 1: <subtask>\nResult: <r_1>\n\n..." for the results so far.
+std::string StepsText(const std::vector<std::string>& subtasks,
+                      const std::vector<std::string>& results) {
+  std::string out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out += "Step " + std::to_string(i + 1) + ": " + subtasks[i] + "\nResult: " + results[i] + "\n";
+    if (i + 1 < results.size()) out += "\n";
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+Status ResolvePrompts(R2Prompts& p) {
+  for (const PromptSlot& slot : PromptSlots()) {
+    std::string& text = p.*slot.text;
+    const std::string field = std::string("r2.prompts.") + slot.name;
+    if (text.empty()) {
+      Result<std::string> loaded = runtime::LoadTemplateFile(p.dir + "/" + slot.name + ".txt");
+      if (!loaded.ok()) return loaded.status().Annotate(field);
+      text = std::move(loaded).value();
+    }
+    std::map<std::string, std::string> vars;
+    for (const std::string& v : slot.vars) vars[v] = "x";
+    Result<std::string> rendered = runtime::RenderTemplate(text, vars, field);
+    if (!rendered.ok()) return rendered.status();
+    if (slot.vars[0] == "question" && text.find("{{question}}") == std::string::npos) {
+      return InvalidArgument(field + ": the template never uses {{question}}");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<R2Item> ParseR2Item(const std::string& text, rewards::AnswerFormat default_format) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument("dataset_item: not a JSON object");
+  }
+  auto str = [&](const char* key) -> std::string {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  R2Item item;
+  item.question = str("question");
+  if (item.question.empty()) item.question = str("problem");
+  if (item.question.empty()) return InvalidArgument("dataset_item.question: missing or empty");
+  item.reference = str("answer");
+  if (item.reference.empty() && j.contains("answer") && j["answer"].is_number()) {
+    item.reference = j["answer"].dump();
+  }
+  if (item.reference.empty()) return InvalidArgument("dataset_item.answer: missing or empty");
+  if (auto it = j.find("options"); it != j.end() && it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) return InvalidArgument("dataset_item.options: not strings");
+      item.question += (i == 0 ? "\n\n" : "\n") + std::string(1, static_cast<char>('A' + i)) +
+                       ") " + (*it)[i].get<std::string>();
+    }
+  }
+  item.format = default_format;
+  if (std::string f = str("answer_format"); !f.empty()) {
+    Result<rewards::AnswerFormat> parsed = rewards::ParseAnswerFormat(f);
+    if (!parsed.ok()) return parsed.status().Annotate("dataset_item.answer_format");
+    item.format = *parsed;
+  }
+  return item;
+}
+
+R2Env::~R2Env() = default;
+
+Result<std::unique_ptr<R2Env>> R2Env::Create(R2EnvConfig config,
+                                             std::shared_ptr<llm::Client> client) {
+  auto env = std::unique_ptr<R2Env>(new R2Env(std::move(config)));
+  R2EnvConfig& c = env->config_;
+  ALLOT_RETURN_IF_ERROR(ResolvePrompts(c.r2.prompts));
+  if (c.r2.min_difficulty > c.r2.max_difficulty) {
+    return InvalidArgument("r2.min_difficulty: above r2.max_difficulty");
+  }
+  if (client == nullptr) {
+    llm::ClientOptions options;
+    options.gpu = c.gpu;
+    ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<llm::Client> made,
+                           llm::Client::Create(c.endpoints, options));
+    client = std::move(made);
+  }
+  env->client_ = std::move(client);
+  const llm::Client& cl = *env->client_;
+  ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.r2.policy_endpoint, "r2.policy_endpoint"));
+  if (c.r2.pool.empty()) {
+    for (const auto& e : c.endpoints) {
+      if (e.name != c.r2.policy_endpoint) env->pool_.push_back(e.name);
+    }
+  } else {
+    env->pool_ = c.r2.pool;
+  }
+  if (env->pool_.empty()) return InvalidArgument("r2.pool: no model to allocate subtasks to");
+  for (size_t i = 0; i < env->pool_.size(); ++i) {
+    ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, env->pool_[i], "r2.pool[" + std::to_string(i) + "]"));
+  }
+  if (c.r2.integrator != "last") {
+    ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.r2.integrator, "r2.integrator"));
+  }
+  if (c.r2.review.enabled) {
+    ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.r2.review.strong_model, "r2.review.strong_model"));
+    if (env->Rank(c.r2.review.threshold_model) < 0) {
+      return InvalidArgument("r2.review.threshold_model: '" + c.r2.review.threshold_model +
+                             "' is not in r2.pool");
+    }
+  }
+  Result<rewards::AnswerFormat> format = rewards::ParseAnswerFormat(c.r2.answer_format);
+  if (!format.ok()) return format.status().Annotate("r2.answer_format");
+  env->default_format_ = *format;
+  for (const auto& t : c.rewards.terms) {
+    if (t.name == "hierarchy" || t.name == "format" || t.name == "prm" || t.name == "action") {
+      return InvalidArgument("rewards.terms: '" + t.name +
+                             "' is not an R2-Reasoner term (accuracy, api_cost, energy, tokens)");
+    }
+  }
+  ALLOT_ASSIGN_OR_RETURN(env->reward_, rewards::ComposedReward::Create(c.rewards));
+  return env;
+}
+
+Result<std::unique_ptr<R2Env>> R2Env::FromConfigText(const std::string& text) {
+  R2EnvConfig config;
+  if (!text.empty()) {
+    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
+    if (node.is_map() && node.Find("env") != nullptr) {
+      // A whole recipe (what the GRPO learner sends): env.r2 plus the pool, gpu and rewards.
+      config::ConfigNode view = config::ConfigNode::Map(node.origin());
+      if (const config::ConfigNode* env = node.Find("env"); env->is_map()) {
+        if (const config::ConfigNode* r = env->Find("r2"); r != nullptr) view.Set("r2", *r);
+      }
+      for (const char* key : {"endpoints", "gpu", "rewards"}) {
+        if (const config::ConfigNode* n = node.Find(key); n != nullptr) view.Set(key, *n);
+      }
+      node = std::move(view);
+    }
+    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
+  }
+  return Create(std::move(config));
+}
+
+int R2Env::Rank(const std::string& model) const {
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    if (pool_[i] == model) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Result<std::string> R2Env::AllocatorPrompt(size_t k) const {
+  std::string pool;
+  for (const std::string& name : pool_) {
+    const llm::EndpointConfig* e = client_->endpoint(name);
+    pool += "- " + name + " (" + (e != nullptr ? e->group : std::string("?")) + ")\n";
+  }
+  return runtime::RenderTemplate(config_.r2.prompts.allocator,
+                                 {{"pool", pool}, {"num_subtasks", std::to_string(k)}},
+                                 "r2.prompts.allocator");
+}
+
+Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
+                         const std::vector<std::string>& subtasks,
+                         const std::vector<Assignment>& allocation,
+                         runtime::Conversation* record) const {
+  const R2Settings& s = config_.r2;
+  Execution out;
+  auto fail = [&](const Status& st, FailureReason otherwise) {
+    out.failure = runtime::Episode::FailureFrom(st, otherwise);
+    return out;
+  };
+  if (subtasks.size() != allocation.size()) {
+    return fail(InvalidArgument("r2: " + std::to_string(subtasks.size()) + " subtasks but " +
+                                std::to_string(allocation.size()) + " assignments"),
+                FailureReason::kEnvError);
+  }
+  const int threshold = s.review.enabled ? Rank(s.review.threshold_model) : -1;
+  for (size_t i = 0; i < subtasks.size(); ++i) {
+    // Sec. 4.4 (3): t^i runs on M_A(t^i) and sees every earlier result.
+    const std::string previous = StepsText(subtasks, out.results);
+    Result<std::string> prompt = runtime::RenderTemplate(s.prompts.subtask,
+                                                         {{"question", question},
+                                                          {"previous", previous},
+                                                          {"index", std::to_string(i + 1)},
+                                                          {"subtask", subtasks[i]}},
+                                                         "r2.prompts.subtask");
+    if (!prompt.ok()) return fail(prompt.status(), FailureReason::kEnvError);
+    runtime::GenerateOptions o;
+    o.role = SegmentRole::kOtherModel;
+    o.max_tokens = s.subtask_max_tokens;
+    o.temperature = s.executor_temperature;
+    Result<runtime::Turn> turn = ep.CompleteText(allocation[i].model, *prompt, o);
+    if (!turn.ok()) return fail(turn.status(), FailureReason::kEndpointError);
+    std::string result = Trimmed(turn->text);
+    bool reviewed = false, refined = false;
+    if (threshold >= 0 && Rank(allocation[i].model) < threshold) {
+      // PRM_Verify(M_strong, r_j): the strong model keeps r_j or gives r'_j.
+      Result<std::string> rp = runtime::RenderTemplate(s.prompts.review,
+                                                       {{"question", question},
+                                                        {"previous", previous},
+                                                        {"subtask", subtasks[i]},
+                                                        {"answer", result}},
+                                                       "r2.prompts.review");
+      if (!rp.ok()) return fail(rp.status(), FailureReason::kEnvError);
+      runtime::GenerateOptions ro = o;
+      ro.max_tokens = s.review.max_tokens;
+      Result<runtime::Turn> verdict = ep.CompleteText(s.review.strong_model, *rp, ro);
+      if (!verdict.ok()) return fail(verdict.status(), FailureReason::kEndpointError);
+      reviewed = true;
+      const size_t at = verdict->text.find(s.review.refine_marker);
+      if (at != std::string::npos &&
+          verdict->text.find(s.review.keep_marker) == std::string::npos) {
+        std::string refined_text =
+            Trimmed(verdict->text.substr(at + s.review.refine_marker.size()));
+        if (!refined_text.empty()) {
+          result = std::move(refined_text);
+          refined = true;
+        }
+      }
+    }
+    if (record != nullptr) {
+      Status st = ep.AppendText(*record, SegmentRole::kOtherModel,
+                                "\nResult " + std::to_string(i + 1) + ": " + result + "\n", 0,
+                                refined ? s.review.strong_model : allocation[i].model);
+      if (!st.ok()) return fail(st, FailureReason::kEndpointError);
+    }
+    out.results.push_back(std::move(result));
+    out.reviewed.push_back(reviewed);
+    out.refined.push_back(refined);
+  }
+  // Sec. 4.4 (4): the results are integrated into A_final.
+  out.integrator = s.integrator == "last" ? allocation.back().model : s.integrator;
+  Result<std::string> prompt = runtime::RenderTemplate(
+      s.prompts.integrate, {{"question", question}, {"results", StepsText(subtasks, out.results)}},
+      "r2.prompts.integrate");
+  if (!prompt.ok()) return fail(prompt.status(), FailureReason::kEnvError);
+  runtime::GenerateOptions o;
+  o.role = SegmentRole::kOtherModel;
+  o.max_tokens = s.integrate_max_tokens;
+  o.temperature = s.executor_temperature;
+  Result<runtime::Turn> turn = ep.CompleteText(out.integrator, *prompt, o);
+  if (!turn.ok()) return fail(turn.status(), FailureReason::kEndpointError);
+  out.final_answer = turn->text;
+  return out;
+}
+
+Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
+  runtime::Trajectory traj;
+  traj.policy_version = input.policy_version();
+  Result<R2Item> item = ParseR2Item(input.dataset_item, default_format_);
+  if (!item.ok()) {
+    traj.failure = {FailureReason::kEnvError, item.status().ToString()};
+    return traj;
+  }
+  const R2Settings& s = config_.r2;
+  runtime::Episode ep(client_.get(), s.limits, input);
+  runtime::Conversation conv(s.policy_endpoint);
+  size_t decomposer_seg = SIZE_MAX, allocator_seg = SIZE_MAX;
+  std::string format_error;
+  auto finish = [&](const Status& st, FailureReason otherwise) {
+    if (!st.ok()) traj.failure = runtime::Episode::FailureFrom(st, otherwise);
+    traj.segments = conv.TakeSegments();
+    // The role tags the alternating learner reads (Sec. 4.3).
+    if (decomposer_seg < traj.segments.size()) {
+      traj.segments[decomposer_seg].source = std::string(kDecomposerRole) + "@" + s.policy_endpoint;
+    }
+    if (allocator_seg < traj.segments.size()) {
+      traj.segments[allocator_seg].source = std::string(kAllocatorRole) + "@" + s.policy_endpoint;
+    }
+    ep.Finish(traj);
+    traj.info["cost_cents"] = std::to_string(traj.usage.total.cost_usd * 100.0);
+    traj.info["energy_j"] = std::to_string(traj.usage.total.energy_j);
+    if (!format_error.empty()) traj.info["format_error"] = Cut(format_error);
+    return traj;
+  };
+
+  // The policy's sampling: the request's, else the role's budget.
+  runtime::GenerateOptions po;
+  po.role = SegmentRole::kPolicy;
+  const runtime::SamplingSpec& sp = input.sampling;
+  po.temperature = sp.temperature;
+  if (sp.top_p > 0) po.top_p = sp.top_p;
+  if (sp.top_k > 0) po.top_k = sp.top_k;
+  if (sp.seed != 0) po.seed = static_cast<int64_t>(sp.seed);
+  po.stop = sp.stop;
+  if (input.policy != nullptr &&
+      input.policy->kind == runtime::PolicySnapshot::Kind::kLoraAdapter) {
+    po.model = input.policy->adapter_name;
+  }
+  po.policy_version = input.policy_version();
+
+  // (1) Task decomposition (Sec. 4.1).
+  Result<std::string> prompt = runtime::RenderTemplate(
+      s.prompts.decomposer, {{"question", item->question}}, "r2.prompts.decomposer");
+  if (!prompt.ok()) return finish(prompt.status(), FailureReason::kEnvError);
+  Status st = ep.AppendText(conv, SegmentRole::kPrompt, *prompt);
+  if (!st.ok()) return finish(st, FailureReason::kEndpointError);
+  po.max_tokens = sp.max_tokens > 0 ? sp.max_tokens : s.decomposer_max_tokens;
+  Result<runtime::Turn> decomposed = ep.Generate(conv, po);
+  if (!decomposed.ok()) return finish(decomposed.status(), FailureReason::kEndpointError);
+  decomposer_seg = conv.segments().size() - 1;
+  traj.info["decomposition"] = Cut(decomposed->text);
+
+  rewards::RewardInput in;
+  in.question = item->question;
+  in.reference = item->reference;
+  in.format = item->format;
+  auto score = [&]() {
+    in.usage.cost_usd = ep.usage().total.cost_usd;
+    in.usage.energy_joules = ep.usage().total.energy_j;
+    in.usage.prompt_tokens = ep.usage().total.prompt_tokens;
+    in.usage.completion_tokens = ep.usage().total.completion_tokens;
+    Result<rewards::RewardBreakdown> b = reward_->Compute(in);
+    if (!b.ok()) return finish(b.status(), FailureReason::kEnvError);
+    for (const auto& term : config_.rewards.terms) traj.SetReward(term.name, b->values[term.name]);
+    traj.reward = b->total;
+    return finish(Status::Ok(), FailureReason::kEnvError);
+  };
+
+  // A runaway or malformed decomposition executes nothing and scores 0 (no answer).
+  Result<std::vector<std::string>> subtasks =
+      decomposed->truncated()
+          ? Result<std::vector<std::string>>(InvalidArgument(
+                "decomposition: ran past its " + std::to_string(po.max_tokens) + " tokens"))
+          : ParseSubtasks(decomposed->text, s.max_subtasks);
+  if (!subtasks.ok()) {
+    format_error = subtasks.status().message();
+    return score();
+  }
+  traj.info["num_subtasks"] = std::to_string(subtasks->size());
+
+  // (2) Subtask allocation (Sec. 4.2): the allocator reads the decomposition above.
+  Result<std::string> alloc_prompt = AllocatorPrompt(subtasks->size());
+  if (!alloc_prompt.ok()) return finish(alloc_prompt.status(), FailureReason::kEnvError);
+  st = ep.AppendText(conv, SegmentRole::kEnv, *alloc_prompt);
+  if (!st.ok()) return finish(st, FailureReason::kEndpointError);
+  po.max_tokens = sp.max_tokens > 0 ? sp.max_tokens : s.allocator_max_tokens;
+  Result<runtime::Turn> allocated = ep.Generate(conv, po);
+  if (!allocated.ok()) return finish(allocated.status(), FailureReason::kEndpointError);
+  allocator_seg = conv.segments().size() - 1;
+  traj.info["allocation"] = Cut(allocated->text);
+  Result<std::vector<Assignment>> allocation =
+      allocated->truncated()
+          ? Result<std::vector<Assignment>>(InvalidArgument(
+                "allocation: ran past its " + std::to_string(po.max_tokens) + " tokens"))
+          : ParseAllocation(allocated->text, subtasks->size(), pool_, s.min_difficulty,
+                            s.max_difficulty);
+  if (!allocation.ok()) {
+    format_error = allocation.status().message();
+    return score();
+  }
+  std::string models;
+  for (const Assignment& a : *allocation) models += (models.empty() ? "" : ",") + a.model;
+  traj.info["models"] = models;
+
+  // (3)-(4) Execution, review and integration.
+  Execution ex =
+      Execute(ep, item->question, *subtasks, *allocation, s.record_execution ? &conv : nullptr);
+  int reviewed = 0, refined = 0;
+  for (size_t i = 0; i < ex.reviewed.size(); ++i) {
+    reviewed += ex.reviewed[i];
+    refined += ex.refined[i];
+  }
+  if (s.review.enabled) {
+    traj.info["reviewed"] = std::to_string(reviewed);
+    traj.info["refined"] = std::to_string(refined);
+  }
+  if (ex.failure.failed()) {
+    traj.failure = ex.failure;
+    return finish(Status::Ok(), FailureReason::kEnvError);
+  }
+  traj.info["integrator"] = ex.integrator;
+  traj.info["final_answer"] = Cut(ex.final_answer);
+  in.response = decomposed->text + allocated->text;
+  in.final_response = ex.final_answer.empty() ? std::string(" ") : ex.final_answer;
+  return score();
+}
+
+void RegisterR2Env(runtime::EnvRegistrar& registry) {
+  registry.RegisterRuntimeEnv(
+      "r2", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
+        ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<R2Env> env, R2Env::FromConfigText(env_config));
+        return std::unique_ptr<runtime::Env>(std::move(env));
+      });
+}
+
+}  // namespace allot::envs::r2
