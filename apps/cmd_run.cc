@@ -33,7 +33,19 @@ struct ResumeArgs {
   std::string run;
   std::string output_dir = "runs";
   std::vector<std::string> overrides;
+  int nproc = 1;
 };
+
+// `--nproc N` of train, sft and resume: refused for engines that train in one process,
+// otherwise this command line runs again as N local ranks.
+int LaunchRanks(const char* command, const std::string& algorithm, int nproc) {
+  if (!IsDataParallelAlgorithm(algorithm)) {
+    std::cerr << "allot " << command << ": --nproc " << nproc << ": trainer.algorithm " << algorithm
+              << " trains in one learner process (grpo and sft run data-parallel ranks)\n";
+    return kExitError;
+  }
+  return LaunchLocalTrainRanks(command, nproc);
+}
 
 int Fail(const char* command, const Status& s) {
   std::cerr << "allot " << command << ": " << s.message() << "\n";
@@ -79,16 +91,8 @@ int Train(const TrainArgs& a) {
   if (!a.name.empty()) overrides.push_back("run.name=" + a.name);
   auto loaded = LoadConfig(a.config, overrides);
   if (!loaded.ok()) return Fail("train", loaded.status());
-  if (a.nproc > 1) {
-    // Checked once here rather than by every rank.
-    const std::string& algorithm = loaded->config.trainer.algorithm;
-    if (!IsDataParallelAlgorithm(algorithm)) {
-      return Fail("train", InvalidArgument("--nproc " + std::to_string(a.nproc) +
-                                           ": trainer.algorithm " + algorithm +
-                                           " trains in one learner process"));
-    }
-    return LaunchLocalTrainRanks("train", a.nproc);
-  }
+  // Checked once here rather than by every rank.
+  if (a.nproc > 1) return LaunchRanks("train", loaded->config.trainer.algorithm, a.nproc);
   return StartRun("train", *loaded, /*resume=*/false);
 }
 
@@ -113,6 +117,7 @@ int Sft(const TrainArgs& a) {
     return Fail("sft", InvalidArgument("--set trainer.algorithm: `allot sft` runs sft only"));
   }
   if (Status s = CheckSftRecipe(*loaded); !s.ok()) return Fail("sft", s);
+  if (a.nproc > 1) return LaunchRanks("sft", "sft", a.nproc);
   return StartRun("sft", *loaded, /*resume=*/false);
 }
 
@@ -127,6 +132,7 @@ int Resume(const ResumeArgs& a) {
   overrides.push_back("run.output_dir=" + a.output_dir);
   auto loaded = LoadConfig(config, overrides);
   if (!loaded.ok()) return Fail("resume", loaded.status());
+  if (a.nproc > 1) return LaunchRanks("resume", loaded->config.trainer.algorithm, a.nproc);
   return StartRun("resume", *loaded, /*resume=*/true);
 }
 
@@ -227,6 +233,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   r->add_option("run", resume->run, "run name")->required();
   r->add_option("--output-dir", resume->output_dir, "where run directories live");
   r->add_option("--set", resume->overrides, "dotted override applied on top of the run's config");
+  r->add_option("--nproc", resume->nproc, "learner processes on this host (grpo, sft)")
+      ->check(CLI::PositiveNumber);
   r->callback([=] { *exit_code = Resume(*resume); });
 
   auto sft_args = std::make_shared<TrainArgs>();
@@ -237,6 +245,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::ExistingFile);
   sft->add_option("--set", sft_args->overrides, "dotted override, e.g. --set sft.optim.lr=1e-4");
   sft->add_option("--name", sft_args->name, "run name (shortcut for --set run.name=NAME)");
+  sft->add_option("--nproc", sft_args->nproc, "learner processes on this host")
+      ->check(CLI::PositiveNumber);
   sft->callback([=] { *exit_code = Sft(*sft_args); });
 
   auto ev = std::make_shared<EvalArgs>();

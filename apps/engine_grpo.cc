@@ -18,6 +18,7 @@
 #include "core/progress_bar.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "rollout/env.h"
+#include "trainer/comm/communicator.h"
 #include "trainer/grpo/grpo_trainer.h"
 
 namespace allot::apps {
@@ -149,7 +150,16 @@ int RunGrpoEngine(RunContext& ctx) {
       return kExitError;
     }
   }
+  // Learner ranks (`--nproc`, SLURM, Kubernetes): rank 0 runs the rollouts and owns the run's
+  // files and the policy endpoint; every rank trains on its shard of each step's episodes.
+  auto comm = trainer::comm::ProcessCommunicator();
+  if (!comm.ok()) {
+    std::cerr << "allot: " << comm.status().message() << "\n";
+    return kExitError;
+  }
+  const bool rank0 = (*comm)->is_rank0();
   trainer::grpo::GrpoRunOptions o;
+  o.comm = *comm;
   o.grpo = cfg.grpo;
   o.total_steps = cfg.trainer.total_steps;
   o.seed = static_cast<uint64_t>(cfg.run.seed);
@@ -202,26 +212,32 @@ int RunGrpoEngine(RunContext& ctx) {
       return kExitError;
     }
     if (*at >= cfg.trainer.total_steps) {
+      if (!rank0) return kExitOk;
       std::cout << "run '" << cfg.run.name << "' is finished: step " << *at << " of "
                 << cfg.trainer.total_steps << "; nothing to resume\n";
       return kExitOk;
     }
   }
-  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
-                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
-  if (!metrics.ok()) {
-    std::cerr << "allot: " << metrics.status().message() << "\n";
-    return kExitError;
-  }
+  std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<ProgressBar> bar;
-  if (cfg.logging.progress_bar) {
-    bar = std::make_unique<ProgressBar>(cfg.trainer.total_steps, "grpo steps", stderr);
+  if (rank0) {
+    auto opened = MetricsWriter::Open(ctx.run.metrics_path(),
+                                      cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
+    if (!opened.ok()) {
+      std::cerr << "allot: " << opened.status().message() << "\n";
+      return kExitError;
+    }
+    metrics = std::move(*opened);
+    if (cfg.logging.progress_bar) {
+      bar = std::make_unique<ProgressBar>(cfg.trainer.total_steps, "grpo steps", stderr);
+    }
   }
-  auto summary = (*trainer)->Run(metrics->get(), bar.get());
+  auto summary = (*trainer)->Run(metrics.get(), bar.get());
   if (!summary.ok()) {
     std::cerr << "allot: " << summary.status().message() << "\n";
     return kExitError;
   }
+  if (!rank0) return kExitOk;
   WriteCurves(ctx.run);
   spdlog::info("done: {} steps, policy version {}; adapters in {}/adapters; metrics: {}",
                summary->steps, summary->policy_version, ctx.run.path(), ctx.run.metrics_path());

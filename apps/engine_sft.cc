@@ -65,15 +65,11 @@ int RunSftEngine(RunContext& ctx) {
   if (!ctx.resume) {
     if (Status s = CheckSftRecipe(ctx.loaded); !s.ok()) return Fail(s);
   }
-  // One learner process for now: ranks of `--nproc` would each train the whole run and write
-  // the same checkpoints.
+  // Learner ranks (`--nproc`, SLURM, Kubernetes) split each step's examples and sum their
+  // gradients; rank 0 alone writes metrics, checkpoints and the model.
   auto comm = trainer::comm::ProcessCommunicator();
   if (!comm.ok()) return Fail(comm.status());
-  if ((*comm)->distributed()) {
-    return Fail(InvalidArgument("the sft engine trains in one learner process (WORLD_SIZE=" +
-                                std::to_string((*comm)->world_size()) +
-                                "); run it without --nproc"));
-  }
+  const bool rank0 = (*comm)->is_rank0();
   trainer::SftRunOptions options;
   options.sft = cfg.sft;
   options.model = cfg.model;
@@ -83,6 +79,7 @@ int RunSftEngine(RunContext& ctx) {
   options.checkpoint_every = cfg.checkpoint.every;
   options.keep_last = cfg.checkpoint.keep_last;
   options.log_every = cfg.logging.log_every;
+  options.comm = *comm;
 
   auto trainer = trainer::SftTrainer::Create(options);
   if (!trainer.ok()) return Fail(trainer.status());
@@ -98,21 +95,27 @@ int RunSftEngine(RunContext& ctx) {
     auto step = (*trainer)->Resume();
     if (!step.ok()) return Fail(step.status().Annotate("resume"));
     if ((*trainer)->finished()) {
+      if (!rank0) return kExitOk;
       std::cout << "run '" << cfg.run.name << "' is already finished (step " << *step << " of "
                 << (*trainer)->total_steps() << "); nothing to do\n";
       return kExitOk;
     }
     spdlog::info("resumed at step {} of {}", *step, (*trainer)->total_steps());
   }
-  auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
-                                     cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
-  if (!metrics.ok()) return Fail(metrics.status());
+  std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<ProgressBar> bar;
-  if (cfg.logging.progress_bar) {
-    bar = std::make_unique<ProgressBar>((*trainer)->total_steps(), "sft steps", stderr);
+  if (rank0) {
+    auto opened = MetricsWriter::Open(ctx.run.metrics_path(),
+                                      cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
+    if (!opened.ok()) return Fail(opened.status());
+    metrics = std::move(*opened);
+    if (cfg.logging.progress_bar) {
+      bar = std::make_unique<ProgressBar>((*trainer)->total_steps(), "sft steps", stderr);
+    }
   }
-  auto summary = (*trainer)->Run(metrics->get(), bar.get());
+  auto summary = (*trainer)->Run(metrics.get(), bar.get());
   if (!summary.ok()) return Fail(summary.status());
+  if (!rank0) return kExitOk;
   const std::string out = ctx.run.path() + ((*trainer)->lora() ? "/adapter" : "/model");
   if (Status s = (*trainer)->SaveModel(out); !s.ok()) return Fail(s);
   spdlog::info("done: {} steps, loss {:.4f} -> {:.4f}, {:.0f} tokens/s; {} written to {}",

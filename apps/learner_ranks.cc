@@ -39,12 +39,10 @@ Result<std::vector<std::string>> OwnCommandLine() {
 }  // namespace
 
 bool IsDataParallelAlgorithm(const std::string& algorithm) {
-  // No engine averages gradients over ranks yet (the GRPO and SFT engines would each train the
-  // whole run and write its checkpoints), so every algorithm is refused rather than run N times.
-  // An engine joins this list when it calls Communicator::AverageGradients and keeps run files
-  // on rank 0.
-  (void)algorithm;
-  return false;
+  // These engines shard each step's batch over the ranks, sum token-weighted gradients with the
+  // communicator and keep run files on rank 0. DQN's single-process engine does not (its
+  // actor/learner split, dqn.distributed, scales the rollouts instead).
+  return algorithm == "grpo" || algorithm == "sft";
 }
 
 int LaunchLocalTrainRanks(const char* command, int nproc) {

@@ -11,7 +11,8 @@
 
 namespace allot::apps {
 
-// Engines that average gradients over learner ranks; the others train in one process.
+// Engines that average gradients over learner ranks (grpo, sft); the others (dqn) train in one
+// process.
 bool IsDataParallelAlgorithm(const std::string& algorithm);
 
 // Runs this process's own command line again as `nproc` local ranks (without --nproc) with the

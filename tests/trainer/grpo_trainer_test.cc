@@ -20,9 +20,11 @@
 #include "tests/llm/scripted_server.h"
 #include "tests/llm/serve/serve_fixture.h"
 #include "tests/models/tiny_model.h"
+#include "tests/trainer/gloo_ranks.h"
 #include "tests/trainer/tag_env.h"
 #include "trainer/grpo/grpo_trainer.h"
 #include "trainer/grpo/policy_update.h"
+#include "trainer/grpo/step_batch.h"
 
 namespace allot::trainer::grpo {
 namespace {
@@ -359,6 +361,150 @@ TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
   ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m, &ref_passes).ok());
   EXPECT_EQ(ref_passes, 2);  // one per micro-batch
   EXPECT_GE(m.kl, 0.0);
+}
+
+// --- data-parallel learner ranks ----------------------------------------------------------------
+
+std::vector<at::Tensor> AdapterTensors(models::CausalLMImpl& model) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : model.LoraParameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+double MaxDiff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
+  }
+  return d;
+}
+
+GrpoRunOptions DataParallelRunOptions(const ServedTinyModel& served, const std::string& run) {
+  auto o = TagRunOptions(served.model_dir(), served.url(), run);
+  o.total_steps = 2;
+  o.grpo.updates_per_batch = 2;
+  o.grpo.lora.lora_dropout = 0.0;  // each rank draws its own masks; without dropout N = 1
+  o.grpo.lora.seed = 3;
+  return o;
+}
+
+TEST(GrpoStepBatchTest, RoundTripsAndShardsEveryNthSample) {
+  StepBatch b;
+  b.step = 7;
+  b.lr = 0.25;
+  for (int i = 0; i < 3; ++i) {
+    v1::Trajectory t;
+    t.set_episode_id("e" + std::to_string(i));
+    t.add_segments()->add_ids(i + 1);
+    b.trajectories.push_back(t);
+    b.advantages.push_back(i - 1.0);
+    b.step_advantages.push_back(std::vector<double>(static_cast<size_t>(i), 0.5));
+    b.weights.push_back(1.0 + i);
+  }
+  const std::string bytes = EncodeStepBatch(b);
+  auto d = DecodeStepBatch(bytes);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->kind, StepBatch::Kind::kBatch);
+  EXPECT_EQ(d->step, 7);
+  EXPECT_EQ(d->lr, 0.25);
+  ASSERT_EQ(d->trajectories.size(), 3u);
+  EXPECT_EQ(d->trajectories[2].episode_id(), "e2");
+  EXPECT_EQ(d->trajectories[2].segments(0).ids(0), 3);
+  EXPECT_EQ(d->advantages, b.advantages);
+  EXPECT_EQ(d->step_advantages, b.step_advantages);
+  EXPECT_EQ(d->weights, b.weights);
+  EXPECT_FALSE(DecodeStepBatch(bytes.substr(0, bytes.size() - 3)).ok());
+  EXPECT_FALSE(DecodeStepBatch("nonsense").ok());
+  StepBatch failed;
+  failed.kind = StepBatch::Kind::kFailed;
+  failed.error = "endpoint gone";
+  auto f = DecodeStepBatch(EncodeStepBatch(failed));
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->kind, StepBatch::Kind::kFailed);
+  EXPECT_EQ(f->error, "endpoint gone");
+  EXPECT_EQ(ShardIndices(5, 0, 2), (std::vector<size_t>{0, 2, 4}));
+  EXPECT_EQ(ShardIndices(5, 1, 2), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(ShardIndices(1, 1, 2), (std::vector<size_t>{}));
+}
+
+// Two Gloo ranks of the real GRPO learner (rank 0 runs the rollouts over allot serve and sends
+// the samples; each rank trains on every other episode) end where one learner ends on the whole
+// batch. Rank 1 starts from another adapter seed, so only the broadcast makes them start equal;
+// without the gradient all-reduce rank 0 would step on half of the episodes and land elsewhere.
+TEST(GrpoDataParallelIntegrationTest, TwoGlooRanksEqualOneRankOnTheUnionBatch) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_dp");
+  ServedTinyModel served_one(1);
+  auto one = GrpoTrainer::Create(DataParallelRunOptions(served_one, base + "/one"));
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  const auto start = AdapterTensors((*one)->policy());
+  auto single = (*one)->Run(nullptr, nullptr);
+  ASSERT_TRUE(single.ok()) << single.status().message();
+  const auto expected = AdapterTensors((*one)->policy());
+  const double moved = MaxDiff(start, expected);
+  ASSERT_GT(moved, 1e-2) << "the single learner did not move";
+
+  ServedTinyModel served_dp(1);
+  std::vector<std::vector<at::Tensor>> got(2);
+  std::vector<GrpoRunSummary> summaries(2);
+  trainer::testing::RunGlooRanks(2, [&](int rank, comm::Communicator& comm) {
+    auto o = DataParallelRunOptions(served_dp, base + "/dp");
+    o.comm = &comm;
+    if (rank == 1) o.grpo.lora.seed = 77;
+    auto t = GrpoTrainer::Create(o);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto s = (*t)->Run(nullptr, nullptr);
+    ASSERT_TRUE(s.ok()) << "rank " << rank << ": " << s.status().message();
+    summaries[rank] = *s;
+    got[rank] = AdapterTensors((*t)->policy());
+  });
+  ASSERT_EQ(got[0].size(), expected.size());
+  ASSERT_EQ(got[1].size(), expected.size());
+  // Rank 0 drew the same episodes as the single learner.
+  EXPECT_EQ(summaries[0].mean_rewards, single->mean_rewards);
+  EXPECT_EQ(summaries[0].policy_version, single->policy_version);
+  EXPECT_EQ(summaries[1].policy_version, single->policy_version);
+  EXPECT_LT(MaxDiff(got[0], got[1]), 1e-6) << "ranks diverged";
+  // AdamW's first steps move an entry by about lr whatever its gradient's size, so entries with
+  // near-zero gradients carry the float rounding of the split batch: the bound is relative to
+  // how far the adapter moved.
+  const double off = MaxDiff(got[0], expected);
+  std::printf("grpo 2 ranks vs 1: max |diff| %.3g, adapter moved %.3g\n", off, moved);
+  EXPECT_LT(off, 1e-3 * moved) << "two ranks differ from one rank on the batch";
+  // Rank 0 alone wrote the run's files.
+  EXPECT_TRUE(std::filesystem::exists(base + "/dp/adapters/v3/adapter_config.json"));
+}
+
+// A run that fails on rank 0 (here: the endpoint refuses the first adapter) ends every rank with
+// rank 0's message instead of leaving them waiting.
+TEST(GrpoDataParallelIntegrationTest, FailureOnRankZeroEndsTheOtherRanks) {
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  llm::testing::ScriptedServer server;
+  server.SetHandler([](const llm::testing::ServerRequest& req) {
+    if (req.path == "/v1/load_lora_adapter") {
+      return llm::testing::Reply::Json(
+          R"({"error": {"message": "adapter refused", "type": "BadRequestError"}})", 400);
+    }
+    return llm::testing::Reply::Json(R"({"object": "list", "data": []})");
+  });
+  const std::string model_dir = llm::serve::testing::WriteServableTinyModel("grpo_dp_refuse", 7);
+  const std::string run = models::testing::MakeTempDir("grpo_dp_refuse_run");
+  std::vector<std::string> messages(2);
+  trainer::testing::RunGlooRanks(2, [&](int rank, comm::Communicator& comm) {
+    auto o = TagRunOptions(model_dir, server.url(), run);
+    o.grpo.sync_retries = 1;
+    o.comm = &comm;
+    auto t = GrpoTrainer::Create(o);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto s = (*t)->Run(nullptr, nullptr);
+    ASSERT_FALSE(s.ok());
+    messages[rank] = s.status().message();
+  });
+  EXPECT_NE(messages[0].find(server.url()), std::string::npos) << messages[0];
+  EXPECT_NE(messages[1].find("rank 0 failed"), std::string::npos) << messages[1];
+  EXPECT_NE(messages[1].find(server.url()), std::string::npos) << messages[1];
 }
 
 }  // namespace

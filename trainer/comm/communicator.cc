@@ -129,7 +129,8 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
   return comm;
 }
 
-Status Communicator::Collective(const std::vector<at::Tensor>& tensors, bool broadcast, int root) {
+Status Communicator::Collective(const std::vector<at::Tensor>& tensors, bool broadcast, int root,
+                                double timeout_s) {
   if (!distributed() || tensors.empty()) return Status::Ok();
   if (root < 0 || root >= env_.world_size) {
     return InvalidArgument(Where() + ": broadcast root " + std::to_string(root));
@@ -146,6 +147,7 @@ Status Communicator::Collective(const std::vector<at::Tensor>& tensors, bool bro
       if (broadcast) {
         c10d::BroadcastOptions opts;
         opts.rootRank = root;
+        if (timeout_s > 0) opts.timeout = ToMillis(timeout_s);
         work = impl_->group->broadcast(buffer, opts);
       } else {
         c10d::AllreduceOptions opts;
@@ -177,8 +179,7 @@ Status Communicator::AllReduceMean(const std::vector<at::Tensor>& tensors) {
   return Status::Ok();
 }
 
-Status Communicator::AverageGradients(const std::vector<at::Tensor>& parameters) {
-  if (!distributed()) return Status::Ok();
+std::vector<at::Tensor> Communicator::Gradients(const std::vector<at::Tensor>& parameters) {
   std::vector<at::Tensor> grads;
   grads.reserve(parameters.size());
   for (const at::Tensor& p : parameters) {
@@ -187,7 +188,17 @@ Status Communicator::AverageGradients(const std::vector<at::Tensor>& parameters)
     if (!param.grad().defined()) param.mutable_grad() = torch::zeros_like(param);
     grads.push_back(param.grad());
   }
-  return AllReduceMean(grads);
+  return grads;
+}
+
+Status Communicator::AverageGradients(const std::vector<at::Tensor>& parameters) {
+  if (!distributed()) return Status::Ok();
+  return AllReduceMean(Gradients(parameters));
+}
+
+Status Communicator::SumGradients(const std::vector<at::Tensor>& parameters) {
+  if (!distributed()) return Status::Ok();
+  return AllReduceSum(Gradients(parameters));
 }
 
 Status Communicator::Broadcast(const std::vector<at::Tensor>& tensors, int root) {
@@ -202,10 +213,10 @@ Status Communicator::AllReduceScalars(std::vector<double>& values, bool mean) {
   return Status::Ok();
 }
 
-Status Communicator::BroadcastString(std::string& text, int root) {
+Status Communicator::BroadcastString(std::string& text, int root, double timeout_s) {
   if (!distributed()) return Status::Ok();
   at::Tensor size = torch::tensor({static_cast<int64_t>(text.size())}, torch::kInt64);
-  ALLOT_RETURN_IF_ERROR(Broadcast({size}, root));
+  ALLOT_RETURN_IF_ERROR(Collective({size}, /*broadcast=*/true, root, timeout_s));
   const int64_t n = size.item<int64_t>();
   at::Tensor bytes = torch::zeros({n}, torch::kUInt8);
   if (env_.rank == root && n > 0) std::memcpy(bytes.data_ptr(), text.data(), text.size());

@@ -67,6 +67,10 @@ class Communicator {
   // Averages the .grad() of `parameters` that require grad. A parameter without a gradient
   // gets a zero one first, so that every rank reduces the same buckets.
   Status AverageGradients(const std::vector<at::Tensor>& parameters);
+  // Sums the .grad() of `parameters` over ranks instead: for losses that each rank already
+  // divided by the global count (token-weighted data parallelism, grad_accumulation.h), so that
+  // N ranks give exactly the gradient of one rank on the union batch.
+  Status SumGradients(const std::vector<at::Tensor>& parameters);
   // In place: every rank's tensors become `root`'s (bucketed like the all-reduce).
   Status Broadcast(const std::vector<at::Tensor>& tensors, int root = 0);
   Status BroadcastParameters(const std::vector<at::Tensor>& parameters) {
@@ -75,13 +79,17 @@ class Communicator {
   // Sums or averages a few scalars (metrics, token counts) over ranks, in place.
   Status AllReduceScalars(std::vector<double>& values, bool mean);
   // Every rank gets `root`'s string (a run name, a seed, a checkpoint path).
-  Status BroadcastString(std::string& text, int root = 0);
+  // `timeout_s` > 0 replaces options().timeout_s for this call (a rank that waits while the root
+  // collects rollouts waits longer than a collective normally takes).
+  Status BroadcastString(std::string& text, int root = 0, double timeout_s = 0.0);
   Status Barrier();
 
  private:
   struct Impl;
   Communicator(const DistEnv& env, const CommOptions& options);
-  Status Collective(const std::vector<at::Tensor>& tensors, bool broadcast, int root);
+  Status Collective(const std::vector<at::Tensor>& tensors, bool broadcast, int root,
+                    double timeout_s = 0.0);
+  std::vector<at::Tensor> Gradients(const std::vector<at::Tensor>& parameters);
   std::string Where() const;
 
   DistEnv env_;

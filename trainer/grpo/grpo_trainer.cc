@@ -19,6 +19,7 @@
 #include "models/peft.h"
 #include "rollout/dispatcher.h"
 #include "rollout/worker.h"
+#include "trainer/comm/communicator.h"
 #include "trainer/grpo/adapter_publisher.h"
 #include "trainer/grpo/advantages.h"
 #include "trainer/grpo/grpo_metrics.h"
@@ -27,6 +28,7 @@
 #include "trainer/grpo/policy_loss.h"
 #include "trainer/grpo/policy_update.h"
 #include "trainer/grpo/rollout_batch.h"
+#include "trainer/grpo/step_batch.h"
 
 namespace allot::trainer::grpo {
 
@@ -131,6 +133,10 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   ALLOT_ASSIGN_OR_RETURN(auto model, models::CausalLMImpl::Load(options.model_dir, options.load));
   st->model = models::CausalLM(model);
   ALLOT_RETURN_IF_ERROR(models::ApplyLoraConfig(*st->model, g.lora));
+  if (options.comm != nullptr && options.comm->distributed()) {
+    // Every rank starts from rank 0's adapter (the base weights come from the same files).
+    ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(st->model->LoraParameters()));
+  }
   st->optimizer = std::make_unique<torch::optim::AdamW>(
       st->model->LoraParameters(), torch::optim::AdamWOptions(g.lr).weight_decay(g.weight_decay));
 
@@ -214,11 +220,86 @@ struct Group {
   std::vector<rollout::FinishedEpisode> episodes;
 };
 
-}  // namespace
+comm::Communicator* DataParallel(const GrpoTrainer::State& s) {
+  return s.options.comm != nullptr && s.options.comm->distributed() ? s.options.comm : nullptr;
+}
 
-Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* progress) {
-  State& s = *s_;
+// One update on this rank's shard of `samples` (all of them on a single learner).
+Status TrainShard(GrpoTrainer::State& s, const std::vector<Sample>& samples, double lr,
+                  StepMetrics* m) {
+  comm::Communicator* comm = DataParallel(s);
+  std::vector<Sample> shard;
+  if (comm == nullptr) {
+    shard = samples;
+  } else {
+    for (size_t i : ShardIndices(samples.size(), comm->rank(), comm->world_size())) {
+      shard.push_back(samples[i]);
+    }
+  }
+  RolloutBatch batch;  // empty on a rank whose shard is empty; it still joins the collectives
+  if (!shard.empty()) {
+    ALLOT_ASSIGN_OR_RETURN(batch, BuildRolloutBatch(shard));
+  }
   const GrpoConfig& g = s.options.grpo;
+  UpdateOptions uo{
+      .loss = s.loss,
+      .updates = g.updates_per_batch,
+      .grad_accum = g.grad_accum,
+      .max_grad_norm = g.max_grad_norm,
+      .temperature = g.temperature,
+      .chunk_tokens = s.options.logprob_chunk_tokens,
+      .lr = lr,
+      .dropout_seed = SplitMix(s.options.seed ^ SplitMix(static_cast<uint64_t>(s.step + 0x5EED))),
+      .comm = comm};
+  return UpdatePolicy(*s.model, *s.optimizer, batch, uo, m);
+}
+
+// A rank other than 0: trains on its shard of each step's batch, as rank 0 sends it.
+Result<GrpoRunSummary> RunFollower(GrpoTrainer::State& s, comm::Communicator& comm) {
+  const GrpoConfig& g = s.options.grpo;
+  GrpoRunSummary summary;
+  // Rank 0 collects a step's episodes (rollout_timeout_s at most, refills included) and proves
+  // the adapter served (sync retries) while this rank waits.
+  const double wait_s =
+      2.0 * g.rollout_timeout_s + g.sync_timeout_s * g.sync_retries + comm.options().timeout_s;
+  if (s.version == 0) s.version = 1;  // rank 0 publishes the initial adapter as version 1
+  while (s.step < s.options.total_steps) {
+    std::string bytes;
+    ALLOT_RETURN_IF_ERROR(comm.BroadcastString(bytes, /*root=*/0, wait_s));
+    ALLOT_ASSIGN_OR_RETURN(StepBatch b, DecodeStepBatch(bytes));
+    if (b.kind == StepBatch::Kind::kFailed) {
+      return Cancelled("rank " + std::to_string(comm.rank()) + ": rank 0 failed: " + b.error);
+    }
+    if (b.step != s.step) {
+      return Internal("rank " + std::to_string(comm.rank()) + " is at step " +
+                      std::to_string(s.step) + ", rank 0 sent step " + std::to_string(b.step));
+    }
+    if (!b.trajectories.empty()) {
+      std::vector<Sample> samples;
+      for (size_t i = 0; i < b.trajectories.size(); ++i) {
+        samples.push_back(
+            {&b.trajectories[i], b.advantages[i], b.step_advantages[i], b.weights[i]});
+      }
+      StepMetrics m;
+      ALLOT_RETURN_IF_ERROR(TrainShard(s, samples, b.lr, &m));
+      s.version += 1;
+    }
+    s.step += 1;
+    summary.mean_rewards.push_back(0.0);  // rank 0 reports rewards
+    if (s.options.on_step_end) s.options.on_step_end(s.step);
+  }
+  summary.steps = s.step;
+  summary.steps_this_run = static_cast<int64_t>(summary.mean_rewards.size());
+  summary.policy_version = s.version;
+  return summary;
+}
+
+// Rank 0 (or the only learner): rollouts, update, publishing, metrics, checkpoints.
+// `followers_waiting` is false while the other ranks are inside the update's collectives.
+Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
+                                 ProgressBar* progress, bool* followers_waiting) {
+  const GrpoConfig& g = s.options.grpo;
+  comm::Communicator* comm = DataParallel(s);
   GrpoRunSummary summary;
   if (s.step >= s.options.total_steps) {
     summary.steps = s.step;
@@ -435,22 +516,28 @@ Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* pro
 
     // ---- Update.
     double lr = LearningRate(g, s.step, s.options.total_steps);
+    if (comm != nullptr) {
+      // The other ranks get the step's samples (none: no update this step) and train on theirs.
+      StepBatch sb;
+      sb.step = s.step;
+      sb.lr = lr;
+      for (size_t i = 0; i < trajs.size(); ++i) {
+        sb.trajectories.push_back(*trajs[i]);
+        sb.advantages.push_back(adv[i]);
+        sb.step_advantages.push_back(step_adv[i]);
+        sb.weights.push_back(weights[i]);
+      }
+      std::string bytes = EncodeStepBatch(sb);
+      ALLOT_RETURN_IF_ERROR(comm->BroadcastString(bytes));
+      if (!trajs.empty()) *followers_waiting = false;
+    }
     if (!trajs.empty()) {
       std::vector<Sample> samples;
       for (size_t i = 0; i < trajs.size(); ++i) {
         samples.push_back({trajs[i], adv[i], step_adv[i], weights[i]});
       }
-      ALLOT_ASSIGN_OR_RETURN(RolloutBatch batch, BuildRolloutBatch(samples));
-      UpdateOptions uo{.loss = s.loss,
-                       .updates = g.updates_per_batch,
-                       .grad_accum = g.grad_accum,
-                       .max_grad_norm = g.max_grad_norm,
-                       .temperature = g.temperature,
-                       .chunk_tokens = s.options.logprob_chunk_tokens,
-                       .lr = lr,
-                       .dropout_seed = SplitMix(s.options.seed ^
-                                                SplitMix(static_cast<uint64_t>(s.step + 0x5EED)))};
-      ALLOT_RETURN_IF_ERROR(UpdatePolicy(*s.model, *s.optimizer, batch, uo, &m));
+      ALLOT_RETURN_IF_ERROR(TrainShard(s, samples, lr, &m));
+      *followers_waiting = true;
       // ---- Sync: a new adapter version, proven served.
       const auto t_sync = Clock::now();
       s.version += 1;
@@ -480,6 +567,34 @@ Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* pro
   summary.steps_this_run = static_cast<int64_t>(summary.mean_rewards.size());
   summary.policy_version = s.version;
   return summary;
+}
+
+}  // namespace
+
+Result<GrpoRunSummary> GrpoTrainer::Run(MetricsWriter* metrics, ProgressBar* progress) {
+  State& s = *s_;
+  comm::Communicator* comm = DataParallel(s);
+  if (s.step >= s.options.total_steps) {
+    GrpoRunSummary summary;
+    summary.steps = s.step;
+    summary.policy_version = s.version;
+    summary.already_finished = true;
+    return summary;
+  }
+  if (comm != nullptr && !comm->is_rank0()) return RunFollower(s, *comm);
+  bool followers_waiting = true;
+  auto result = RunLeader(s, metrics, progress, &followers_waiting);
+  if (!result.ok() && comm != nullptr && followers_waiting) {
+    // The other ranks wait for a step batch: a failure of rank 0 ends them with its message.
+    StepBatch failed;
+    failed.kind = StepBatch::Kind::kFailed;
+    failed.error = result.status().message();
+    std::string bytes = EncodeStepBatch(failed);
+    if (Status st = comm->BroadcastString(bytes); !st.ok()) {
+      spdlog::warn("grpo: could not tell the other ranks that rank 0 failed: {}", st.message());
+    }
+  }
+  return result;
 }
 
 }  // namespace allot::trainer::grpo

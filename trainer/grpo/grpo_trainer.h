@@ -19,6 +19,13 @@
 // episodes. A step's episodes are all collected before its update, so the dispatcher ledger is
 // empty at every checkpoint and the episodes of an interrupted step are issued again on resume.
 //
+// Data parallel (options.comm with a world of N > 1): every rank builds the same model and
+// starts from rank 0's adapter (broadcast). Rank 0 alone runs the rollouts, publishes adapters,
+// talks to the policy endpoint and writes checkpoints and metrics; it sends each step's samples
+// with their advantages to the other ranks (step_batch.h), which wait for them, train on their
+// shard with union-batch denominators and sum gradients with rank 0 (policy_update.h). All ranks
+// resume from the same checkpoint directory (shared storage on multi-host runs).
+//
 // Not thread-safe: one Run at a time.
 #pragma once
 
@@ -35,6 +42,10 @@
 #include "models/causal_lm.h"
 #include "rollout/config.h"
 #include "trainer/grpo/grpo_config.h"
+
+namespace allot::trainer::comm {
+class Communicator;
+}
 
 namespace allot::trainer::grpo {
 
@@ -57,6 +68,8 @@ struct GrpoRunOptions {
   std::vector<llm::EndpointConfig> endpoints;
   // Called after each step (and its checkpoint, if any) with the number of steps done.
   std::function<void(int64_t)> on_step_end;
+  // Data-parallel learner ranks; null or a world of one: a single learner.
+  comm::Communicator* comm = nullptr;
 };
 
 struct GrpoRunSummary {

@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "trainer/comm/communicator.h"
+
 namespace allot::trainer::grpo {
 
 namespace {
@@ -22,13 +24,25 @@ double Seconds(Clock::time_point since) {
 Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
                     const RolloutBatch& batch, const UpdateOptions& options, StepMetrics* m,
                     int64_t* ref_passes) {
-  const int64_t b = batch.input_ids.size(0);
-  const int64_t parts = std::clamp<int64_t>(options.grad_accum, 1, b);
+  comm::Communicator* comm =
+      options.comm != nullptr && options.comm->distributed() ? options.comm : nullptr;
+  const int64_t b = batch.input_ids.defined() ? batch.input_ids.size(0) : 0;
+  if (b == 0 && comm == nullptr) return InvalidArgument("grpo update: empty batch");
+  const int64_t parts = std::clamp<int64_t>(options.grad_accum, 1, std::max<int64_t>(b, 1));
   const int64_t rows = (b + parts - 1) / parts;
   std::vector<RolloutBatch> micro;
   for (int64_t r = 0; r < b; r += rows) micro.push_back(SliceRows(batch, r, std::min(b, r + rows)));
-  const AggregationTotals totals = TotalsOf(batch.loss_mask);
-  const bool use_tis = options.loss.truncated_is && batch.has_rollout_logp;
+  AggregationTotals totals = b > 0 ? TotalsOf(batch.loss_mask) : AggregationTotals{};
+  bool has_rollout_logp = b == 0 || batch.has_rollout_logp;
+  if (comm != nullptr) {
+    // The union batch's denominators and TIS switch (TIS needs every rank's log-probs).
+    std::vector<double> u = {totals.tokens, totals.sequences, has_rollout_logp ? 0.0 : 1.0};
+    ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(u, /*mean=*/false));
+    totals.tokens = u[0];
+    totals.sequences = u[1];
+    has_rollout_logp = u[2] == 0.0;
+  }
+  const bool use_tis = options.loss.truncated_is && has_rollout_logp;
   auto logprobs = [&](const RolloutBatch& mb) {
     return model.TokenLogProbs(mb.input_ids, mb.attention_mask, options.chunk_tokens,
                                options.temperature);
@@ -36,7 +50,8 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
 
   const auto t0 = Clock::now();
   model.train();
-  torch::manual_seed(options.dropout_seed);
+  // Each rank draws its own dropout masks (rank 0's are those of a single learner).
+  torch::manual_seed(options.dropout_seed + (comm != nullptr ? comm->rank() : 0));
   std::vector<at::Tensor> old(micro.size()), ref(micro.size());
   if (options.updates > 1) {
     torch::NoGradGuard no_grad;
@@ -86,6 +101,7 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
       entropy_sum +=
           -(in.logp.detach() * mb.loss_mask).sum().item<double>() / tokens / options.updates;
     }
+    if (comm != nullptr) ALLOT_RETURN_IF_ERROR(comm->SumGradients(params));
     fwd_bwd += Seconds(tu);
     const auto to = Clock::now();
     const double clip = options.max_grad_norm > 0.0 ? options.max_grad_norm
@@ -96,6 +112,22 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     }
     optimizer.step();
     opt_s += Seconds(to);
+  }
+  if (comm != nullptr) {
+    // Every term above is this rank's share of a union-batch quantity: the sums are the union's.
+    std::vector<double> v = {loss_sum,           acc.policy_loss,       acc.kl,
+                             acc.clip_frac_low,  acc.clip_frac_high,    acc.ratio_mean,
+                             acc.is_weight_mean, acc.is_truncated_frac, entropy_sum};
+    ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(v, /*mean=*/false));
+    loss_sum = v[0];
+    acc.policy_loss = v[1];
+    acc.kl = v[2];
+    acc.clip_frac_low = v[3];
+    acc.clip_frac_high = v[4];
+    acc.ratio_mean = v[5];
+    acc.is_weight_mean = v[6];
+    acc.is_truncated_frac = v[7];
+    entropy_sum = v[8];
   }
   m->loss = loss_sum;
   m->policy_loss = acc.policy_loss;

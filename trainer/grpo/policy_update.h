@@ -5,6 +5,13 @@
 // the learner's own at the start of the batch: computed once without a graph when
 // updates > 1, and the detached current log-probs when updates = 1 (the same numbers, one pass
 // fewer). The reference pass (adapter switched off) runs only when kl_coef > 0.
+//
+// Data parallel (options.comm with a world of N > 1): `batch` is this rank's shard of the step's
+// batch (it may be empty). The aggregation denominators (trainable tokens, sequences) and the
+// TIS switch are those of the union over ranks, so each rank's loss is its share of the union
+// batch's loss, and the gradients are summed over ranks (bucketed all-reduce) before clipping:
+// N ranks take the optimizer step one rank takes on the union batch, up to float rounding. The
+// reported metrics are the union's on every rank.
 #pragma once
 
 #include <torch/optim/adamw.h>
@@ -16,6 +23,10 @@
 #include "trainer/grpo/grpo_metrics.h"
 #include "trainer/grpo/policy_loss.h"
 #include "trainer/grpo/rollout_batch.h"
+
+namespace allot::trainer::comm {
+class Communicator;
+}
 
 namespace allot::trainer::grpo {
 
@@ -30,6 +41,8 @@ struct UpdateOptions {
   // Seeds LibTorch's default generator before the passes, so that LoRA dropout masks are a
   // function of the run seed and the step (exact resume), not of what ran before.
   uint64_t dropout_seed = 0;
+  // Data-parallel learner ranks; null or a world of one: this batch is the whole batch.
+  comm::Communicator* comm = nullptr;
 };
 
 // Fills the update part of `metrics` (loss, KL, clip fractions, IS weights, entropy estimate,

@@ -16,6 +16,7 @@
 #include "models/hf_config.h"
 #include "models/peft.h"
 #include "models/weights_io.h"
+#include "trainer/comm/communicator.h"
 #include "trainer/export/policy_checkpoint.h"
 #include "trainer/export/policy_export.h"
 #include "trainer/optim/adamw.h"
@@ -164,6 +165,12 @@ Result<std::unique_ptr<SftTrainer>> SftTrainer::Create(const SftRunOptions& opti
   t->batcher_ = std::make_unique<SftBatcher>(std::move(batcher));
   if (c.epochs > 0) t->options_.total_steps = c.epochs * t->batcher_->steps_per_epoch();
 
+  if (options.comm != nullptr && options.comm->distributed()) {
+    // Every rank starts from rank 0's trainable weights (frozen ones come from the same files).
+    std::vector<at::Tensor> params;
+    for (auto& [name, p] : t->TrainableParameters()) params.push_back(p);
+    ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(params));
+  }
   ALLOT_ASSIGN_OR_RETURN(t->optimizer_, MakeAdamW(c.optim, t->TrainableParameters()));
   ALLOT_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(c.optim, t->options_.total_steps));
   t->schedule_ = std::make_unique<LrSchedule>(schedule);
@@ -179,24 +186,47 @@ std::vector<std::pair<std::string, at::Tensor>> SftTrainer::TrainableParameters(
   return out;
 }
 
+bool SftTrainer::is_rank0() const { return options_.comm == nullptr || options_.comm->is_rank0(); }
+
 Result<SftStepStats> SftTrainer::Step() {
   const auto start = std::chrono::steady_clock::now();
+  comm::Communicator* comm =
+      options_.comm != nullptr && options_.comm->distributed() ? options_.comm : nullptr;
+  const size_t rank = comm != nullptr ? static_cast<size_t>(comm->rank()) : 0;
+  const size_t world = comm != nullptr ? static_cast<size_t>(comm->world_size()) : 1;
   SftStepStats stats;
   stats.cursor = batcher_->CursorAt(step_);
   std::vector<SftMicroBatch> micro;
   int64_t step_tokens = 0;
   for (const auto& indices : batcher_->StepIndices(step_)) {
-    micro.push_back(batcher_->Collate(indices));
+    // This rank's shard: every world-th example of the micro-batch (all of it on one rank).
+    std::vector<size_t> mine;
+    for (size_t i = rank; i < indices.size(); i += world) mine.push_back(indices[i]);
+    if (mine.empty()) continue;
+    micro.push_back(batcher_->Collate(mine));
     step_tokens += micro.back().loss_tokens;
     stats.tokens += micro.back().tokens;
   }
-  stats.loss_tokens = step_tokens;
-  TokenAccumulator acc(step_tokens);
+  // Token weighting over ranks: each rank divides by the loss tokens of the whole step.
+  std::vector<double> counts = {static_cast<double>(step_tokens),
+                                static_cast<double>(stats.tokens)};
+  if (comm != nullptr) ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(counts, /*mean=*/false));
+  stats.loss_tokens = static_cast<int64_t>(counts[0]);
+  stats.tokens = static_cast<int64_t>(counts[1]);
+  TokenAccumulator acc(stats.loss_tokens);
   optimizer_->zero_grad();
   for (const auto& mb : micro) {
     acc.Scale(CompletionLossSum(*model_, mb, options_.model.logprob_chunk_tokens)).backward();
   }
   stats.loss = acc.mean_loss();
+  if (comm != nullptr) {
+    std::vector<at::Tensor> params;
+    for (auto& [name, p] : TrainableParameters()) params.push_back(p);
+    ALLOT_RETURN_IF_ERROR(comm->SumGradients(params));
+    std::vector<double> loss = {stats.loss};
+    ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(loss, /*mean=*/false));
+    stats.loss = loss[0];
+  }
   if (!std::isfinite(stats.loss)) {
     return Internal("sft: non-finite loss at step " + std::to_string(step_ + 1));
   }
@@ -236,7 +266,7 @@ Result<SftRunSummary> SftTrainer::Run(MetricsWriter* metrics, ProgressBar* bar) 
                                 {"step_time_s", s.seconds}}));
     }
     if (bar != nullptr) bar->Update(s.step);
-    if (!options_.checkpoint_dir.empty() &&
+    if (!options_.checkpoint_dir.empty() && is_rank0() &&
         (s.step % options_.checkpoint_every == 0 || s.step == options_.total_steps)) {
       ALLOT_RETURN_IF_ERROR(SaveCheckpoint().status());
     }

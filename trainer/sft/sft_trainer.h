@@ -6,6 +6,14 @@
 // for bit as if it had never stopped (the data order is a function of run.seed and the step).
 // On CPU, with a fixed thread count, the same seed gives the same weights.
 //
+// Data parallel (options.comm with a world of N > 1): every rank starts from rank 0's trainable
+// weights (broadcast), takes every N-th example of each micro-batch of the step (the global batch
+// is the same sft.batch_size x optim.grad_accum examples as one rank's), scales its loss by the
+// loss tokens of the whole step on all ranks, and the gradients are summed over ranks (bucketed
+// all-reduce) before clipping: N ranks take the step one rank takes on the union batch, up to
+// float rounding. Rank 0 alone writes checkpoints and metrics; every rank resumes from the same
+// checkpoint directory (shared storage on multi-host runs).
+//
 // Not thread-safe: one caller drives it.
 #pragma once
 
@@ -31,6 +39,10 @@ class AdamW;
 
 namespace allot::trainer {
 
+namespace comm {
+class Communicator;
+}
+
 struct SftRunOptions {
   SftConfig sft;
   models::ModelConfig model;
@@ -40,6 +52,8 @@ struct SftRunOptions {
   int checkpoint_every = 100;
   int keep_last = 3;
   int log_every = 1;
+  // Data-parallel learner ranks; null or a world of one: a single learner.
+  comm::Communicator* comm = nullptr;
 };
 
 struct SftStepStats {
@@ -92,6 +106,8 @@ class SftTrainer {
   int64_t total_steps() const { return options_.total_steps; }
   bool finished() const { return step_ >= options_.total_steps; }
   bool lora() const { return options_.sft.lora.enabled; }
+  // Rank 0 of the learner ranks (or the only learner): writes checkpoints, metrics, the model.
+  bool is_rank0() const;
   models::CausalLMImpl& model() { return *model_; }
   const models::Tokenizer& tokenizer() const { return *tokenizer_; }
   const SftDataset& dataset() const { return *dataset_; }
