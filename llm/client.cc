@@ -90,6 +90,7 @@ Result<std::unique_ptr<Client>> Client::Create(std::vector<EndpointConfig> endpo
   std::unique_ptr<Client> c(new Client());
   c->options_ = options;
   for (auto& e : endpoints) {
+    ALLOT_RETURN_IF_ERROR(ResolveApiKey(e));
     ALLOT_RETURN_IF_ERROR(e.Validate());
     if (c->Find(e.name) != nullptr) {
       return InvalidArgument("endpoints: duplicate endpoint name '" + e.name + "'");

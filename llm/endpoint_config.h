@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "core/config/schema.h"
@@ -53,16 +55,21 @@ struct EndpointLimits {
 
 // One OpenAI-compatible endpoint (vLLM, `allot serve`, or a hosted API).
 struct EndpointConfig {
-  std::string name;               // logical name requests use
-  std::string base_url;           // "http://127.0.0.1:8000" (with or without /v1)
-  std::string model;              // served model name sent as "model"
-  std::string api_key;            // usually "${OPENAI_API_KEY}"; empty = no auth header
-  std::string ca_file;            // PEM CAs for an https endpoint; empty = the system store
-  double params_b = 0.0;          // parameters, billions
-  double active_params_b = 0.0;   // active parameters for MoE; 0 = params_b
-  std::string group = "SLM";      // R2-Reasoner capability group
-  double usd_per_m_input = 0.0;   // $ per 1M prompt tokens
-  double usd_per_m_output = 0.0;  // $ per 1M completion tokens
+  std::string name;      // logical name requests use
+  std::string base_url;  // "http://127.0.0.1:8000" (with or without /v1)
+  std::string model;     // served model name sent as "model"
+  std::string api_key;   // usually empty: see api_key_env; empty = no auth header
+  // The environment variable holding the bearer token. Every process that builds a Client
+  // (learner, rollout worker, `allot eval`) reads it from its own environment, so the key never
+  // travels in a recipe, an env_config or a log; only the variable's name does.
+  std::string api_key_env;
+  std::string api = "completions";  // completions: /v1/completions; chat: /v1/chat/completions
+  std::string ca_file;              // PEM CAs for an https endpoint; empty = the system store
+  double params_b = 0.0;            // parameters, billions
+  double active_params_b = 0.0;     // active parameters for MoE; 0 = params_b
+  std::string group = "SLM";        // R2-Reasoner capability group
+  double usd_per_m_input = 0.0;     // $ per 1M prompt tokens
+  double usd_per_m_output = 0.0;    // $ per 1M completion tokens
   EndpointLimits limits;
 
   // Parameters that do the work per token: the active ones for MoE (R2-Reasoner Sec. 5.1).
@@ -74,7 +81,16 @@ struct EndpointConfig {
     v.Field("name", name, {.doc = "logical endpoint name used by requests"});
     v.Field("base_url", base_url, {.doc = "OpenAI-compatible base URL, e.g. http://host:8000"});
     v.Field("model", model, {.doc = "served model name"});
-    v.Field("api_key", api_key, {.doc = "bearer token, e.g. ${OPENAI_API_KEY}", .secret = true});
+    v.Field("api_key", api_key,
+            {.doc = "bearer token (prefer api_key_env: a key never travels to workers)",
+             .secret = true});
+    v.Field("api_key_env", api_key_env,
+            {.doc = "environment variable with the bearer token, read by every process that "
+                    "calls the endpoint (learner and rollout workers)"});
+    v.Field("api", api,
+            {.doc = "text calls go to /v1/completions (raw prompt) or /v1/chat/completions "
+                    "(the prompt as one user message; the server applies its chat template)",
+             .choices = {"completions", "chat"}});
     v.Field("ca_file", ca_file,
             {.doc = "PEM file of CAs that sign an https endpoint (default: the system store)"});
     v.Field("params_b", params_b, {.doc = "model parameters (billions)", .min = 0.0});
@@ -90,6 +106,19 @@ struct EndpointConfig {
   // Checks what the schema cannot: a name, an http(s) URL. Messages name the endpoint.
   Status Validate() const;
 };
+
+// Reads an environment variable; nullopt when unset. Injectable for tests.
+using GetEnvFn = std::function<std::optional<std::string>(const std::string& name)>;
+std::optional<std::string> GetProcessEnv(const std::string& name);
+
+// Puts the endpoint's bearer token into `api_key`, in the process that will call it:
+//  - api_key_env set: the key is that variable's value; NotFound names the endpoint and the
+//    variable (never a value) when it is unset. Setting api_key as well is an error.
+//  - api_key "<redacted>" (a config that went through redaction, e.g. an older env_config):
+//    ALLOT_API_KEY_<NAME> (the endpoint name upper-cased, non-alphanumerics as '_'), else
+//    OPENAI_API_KEY, else no key.
+// Client::Create calls it for every endpoint.
+Status ResolveApiKey(EndpointConfig& endpoint, const GetEnvFn& getenv = GetProcessEnv);
 
 // The GPU every model is assumed to run on, for energy = FLOPs x (TDP / peak FLOP/s).
 // R2-Reasoner Sec. 5.1 assumes NVIDIA A100 SXM: 400 W TDP, 312 TFLOP/s dense BF16.
