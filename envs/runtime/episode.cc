@@ -21,6 +21,31 @@ double SecondsUntil(Clock::time_point t) {
 
 }  // namespace
 
+uint64_t ServedPolicyVersion(const std::string& requested, uint64_t requested_version,
+                             const std::string& served) {
+  if (requested.empty() || served.empty() || served == requested) return requested_version;
+  // "<prefix>-v<N>": the same prefix with other digits is another version of one policy.
+  auto split = [](const std::string& name, std::string* prefix, uint64_t* version) {
+    const size_t v = name.rfind("-v");
+    if (v == std::string::npos || v + 2 >= name.size() || name.size() - v - 2 > 19) return false;
+    uint64_t n = 0;
+    for (size_t i = v + 2; i < name.size(); ++i) {
+      if (name[i] < '0' || name[i] > '9') return false;
+      n = n * 10 + static_cast<uint64_t>(name[i] - '0');
+    }
+    *prefix = name.substr(0, v);
+    *version = n;
+    return true;
+  };
+  std::string want_prefix, got_prefix;
+  uint64_t want = 0, got = 0;
+  if (split(requested, &want_prefix, &want) && split(served, &got_prefix, &got) &&
+      want_prefix == got_prefix) {
+    return got;
+  }
+  return 0;  // another model sampled: its version is unknown
+}
+
 Episode::Episode(llm::Client* client, const EpisodeLimits& limits, const EpisodeInput& input)
     : client_(client), limits_(limits), input_(input), started_(Clock::now()) {
   deadline_ = input.deadline;
@@ -42,7 +67,11 @@ Result<llm::Completion> Episode::Call(std::string_view endpoint,
   if (client_ == nullptr) return Internal("episode runtime: no LLM client");
   llm::CallOptions options;
   options.deadline_s = SecondsUntil(deadline_);
-  std::future<Result<llm::Completion>> f = client_->Complete(endpoint, req, options);
+  return Await(endpoint, client_->Complete(endpoint, req, options));
+}
+
+Result<llm::Completion> Episode::Await(std::string_view endpoint,
+                                       std::future<Result<llm::Completion>> f) {
   // The call keeps running in the client when the episode is cancelled; its result is dropped.
   while (f.wait_for(kPollInterval) != std::future_status::ready) {
     if (input_.Cancelled())
@@ -169,10 +198,11 @@ Result<Turn> Episode::Generate(Conversation& conv, const GenerateOptions& o) {
     for (const llm::TokenLogprob& lp : choice.logprobs) {
       s.logprobs.push_back(static_cast<float>(std::min(0.0, lp.logprob)));
     }
-    s.policy_version = o.policy_version;
+    s.policy_version = ServedPolicyVersion(o.model, o.policy_version, c.model);
   }
   tokens_ += static_cast<int64_t>(conv.num_ids() + s.ids.size());
   Turn t = TurnOf(choice);
+  t.served_model = c.model;
   t.ids = s.ids;
   t.logprobs = s.logprobs;
   conv.Append(std::move(s));
@@ -183,14 +213,28 @@ Result<Turn> Episode::CompleteText(std::string_view endpoint, const std::string&
                                    const GenerateOptions& o) {
   int64_t max_tokens = 0;
   ALLOT_RETURN_IF_ERROR(BeginTurn(0, &max_tokens, o.max_tokens));
-  llm::CompletionRequest req;
-  req.model = o.model;
-  req.prompt = prompt;
-  FillParams(o, max_tokens, req.params);
-  ALLOT_ASSIGN_OR_RETURN(llm::Completion c, Call(endpoint, req));
+  if (client_ == nullptr) return Internal("episode runtime: no LLM client");
+  const llm::EndpointConfig* ep = client_->endpoint(endpoint);
+  llm::Completion c;
+  if (ep != nullptr && ep->api == "chat") {
+    llm::ChatRequest req;
+    req.model = o.model;
+    req.messages.push_back({"user", prompt});
+    FillParams(o, max_tokens, req.params);
+    llm::CallOptions options;
+    options.deadline_s = SecondsUntil(deadline_);
+    ALLOT_ASSIGN_OR_RETURN(c, Await(endpoint, client_->Chat(endpoint, req, options)));
+  } else {
+    llm::CompletionRequest req;
+    req.model = o.model;
+    req.prompt = prompt;
+    FillParams(o, max_tokens, req.params);
+    ALLOT_ASSIGN_OR_RETURN(c, Call(endpoint, req));
+  }
   tokens_ += c.record.prompt_tokens + c.record.completion_tokens;
   llm::Choice& choice = c.choices[0];
   Turn t = TurnOf(choice);
+  t.served_model = c.model;
   t.ids = std::move(choice.token_ids);
   return t;
 }

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,8 +51,19 @@ struct Turn {
   std::vector<float> logprobs;
   std::string finish_reason;  // "stop", "length", ...
   std::string stop_reason;    // the stop string or id, when the server says
+  std::string served_model;   // the reply's "model": the model or adapter that sampled
   bool truncated() const { return finish_reason == "length"; }
 };
+
+// The adapter version that really sampled a policy turn, from the reply's "model" (allot
+// serve reports the adapter its engine ran; vLLM the served LoRA name). Adapters are published
+// under versioned names, "<prefix>-v<N>" (trainer/grpo/adapter_publisher.h):
+//  - no adapter requested, or a reply that names no model: `requested_version`;
+//  - the reply names the requested adapter: `requested_version`;
+//  - it names another version of the same prefix: that version;
+//  - it names anything else (the base model, another adapter): 0, unknown.
+uint64_t ServedPolicyVersion(const std::string& requested_model, uint64_t requested_version,
+                             const std::string& served_model);
 
 class Episode {
  public:
@@ -70,12 +82,18 @@ class Episode {
   Result<Turn> Generate(Conversation& conv, const GenerateOptions& options);
 
   // A text-in, text-out call (another model whose tokens are not the policy's). Counts a turn
-  // and is accounted like every other call.
+  // and is accounted like every other call. An endpoint with `api: chat` gets the prompt as
+  // one user message on /v1/chat/completions (its server applies the chat template).
   Result<Turn> CompleteText(std::string_view endpoint, const std::string& prompt,
                             const GenerateOptions& options);
 
   // Counts a tool call; kResourceExhausted when it would exceed max_tool_calls.
   Status BeginToolCall();
+
+  // Accounts a call the env made to an endpoint outside this runtime (a PRM's /pooling, an
+  // oracle's own episode), so that the trajectory's per-endpoint usage holds every call.
+  void Account(const llm::CallRecord& record) { usage_.Add(record); }
+  void Account(const llm::UsageReport& report) { usage_.Merge(report); }
 
   int64_t turns() const { return turns_; }
   int64_t tool_calls() const { return tool_calls_; }
@@ -92,6 +110,7 @@ class Episode {
 
  private:
   Result<llm::Completion> Call(std::string_view endpoint, const llm::CompletionRequest& req);
+  Result<llm::Completion> Await(std::string_view endpoint, std::future<Result<llm::Completion>> f);
   Status BeginTurn(size_t prompt_ids, int64_t* max_tokens, int64_t wanted);
 
   llm::Client* client_;

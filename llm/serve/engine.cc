@@ -249,6 +249,7 @@ bool Engine::Admit(Queued& q, models::DecodeBatch& batch, uint64_t job_id,
   r.arrived = q.arrived;
   r.remaining = requests.size();
   r.out.results.resize(requests.size());
+  r.out.adapter = adapters_.active();
   r.job = std::move(q.job);
   auto& slot = running.emplace(job_id, std::move(r)).first->second;
   for (size_t i = 0; i < slot.job.requests.size(); ++i) {

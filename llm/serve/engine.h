@@ -45,6 +45,9 @@ struct TopToken {
 };
 
 struct EngineOutput {
+  // The adapter installed in the model while the job decoded ("" = the base model): what the
+  // reply reports as its "model", so that a rollout records the version that really sampled.
+  std::string adapter;
   std::vector<models::GenerationResult> results;  // one per request of the job
   // top[r][s][t]: the `top_logprobs` most likely tokens at step t of sample s of request r.
   std::vector<std::vector<std::vector<std::vector<TopToken>>>> top;

@@ -221,6 +221,8 @@ void Server::HandleGenerate(const httplib::Request& req, httplib::Response& res,
     metrics_.AddTokens(prompt_tokens, completion_tokens);
     json resp = base_chunk(std::move(choices));
     resp["object"] = chat ? "chat.completion" : "text_completion";
+    // The adapter that decoded, as the engine installed it (not the request's echo).
+    resp["model"] = out->adapter.empty() ? served_name_ : out->adapter;
     resp["usage"] = usage(prompt_tokens, completion_tokens);
     if (g->return_token_ids && chat) resp["prompt_token_ids"] = prompt_ids[0];
     res.status = 200;

@@ -225,6 +225,78 @@ TEST_F(RuntimeEpisodeIntegrationTest, CancelledWhileAnEndpointIsSlow) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
 }
 
+// The segment's version is the adapter that really sampled, as the reply's "model" names it
+// (allot serve reports the adapter its engine ran; vLLM the served LoRA name).
+TEST(ServedPolicyVersionTest, TheReplysAdapterNameDecides) {
+  EXPECT_EQ(ServedPolicyVersion("", 7, "base"), 7u);                // no adapter requested
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, ""), 7u);           // the server names none
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "policy-v7"), 7u);  // as requested
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "policy-v8"), 8u);  // a newer one sampled
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "policy-v12"), 12u);
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "Qwen2-7B"), 0u);  // the base model: unknown
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "other-v8"), 0u);  // another policy
+  EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "policy-vx"), 0u);
+}
+
+TEST_F(RuntimeEpisodeTest, PolicySegmentsRecordTheVersionTheEndpointReports) {
+  auto reply = [](const std::string& model) {
+    nlohmann::json j = nlohmann::json::parse(Sampled("a", {5}));
+    j["model"] = model;
+    return Reply::Json(j.dump());
+  };
+  // The episode asked for version 3; the server sampled with 4, then with the base model.
+  server_.Script("/v1/completions", {reply("policy-v4"), reply("policy-model")});
+  Episode ep(client_.get(), EpisodeLimits{}, input_);
+  Conversation conv("policy");
+  ASSERT_TRUE(ep.AppendText(conv, SegmentRole::kPrompt, "Q").ok());
+  GenerateOptions o;
+  o.model = "policy-v3";
+  o.policy_version = 3;
+  auto t1 = ep.Generate(conv, o);
+  ASSERT_TRUE(t1.ok()) << t1.status().ToString();
+  EXPECT_EQ(t1->served_model, "policy-v4");
+  auto t2 = ep.Generate(conv, o);
+  ASSERT_TRUE(t2.ok()) << t2.status().ToString();
+  ASSERT_EQ(conv.segments().size(), 3u);
+  EXPECT_EQ(conv.segments()[1].policy_version, 4u);
+  EXPECT_EQ(conv.segments()[2].policy_version, 0u);
+  EXPECT_EQ(Bodies(server_, "/v1/completions")[0]["model"], "policy-v3");
+}
+
+// An endpoint with `api: chat` gets text calls as one user message on /v1/chat/completions.
+TEST_F(RuntimeEpisodeTest, ChatEndpointsGetTextCallsAsMessages) {
+  llm::EndpointConfig chat = testing::ScriptedEndpoint(server_, "hosted");
+  chat.api = "chat";
+  auto client = llm::Client::Create({testing::ScriptedEndpoint(server_, "policy"), chat});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  server_.Script("/v1/chat/completions",
+                 {Reply::Json(R"({"model":"hosted-model","choices":[{"index":0,"message":)"
+                              R"({"role":"assistant","content":"It is 4."},)"
+                              R"("finish_reason":"stop"}],)"
+                              R"("usage":{"prompt_tokens":12,"completion_tokens":4}})")});
+  server_.Script("/v1/completions", {Reply::Json(Sampled("raw", {5}))});
+  Episode ep(client->get(), EpisodeLimits{}, input_);
+  GenerateOptions o;
+  o.role = SegmentRole::kOtherModel;
+  auto chat_turn = ep.CompleteText("hosted", "What is 2+2?", o);
+  ASSERT_TRUE(chat_turn.ok()) << chat_turn.status().ToString();
+  EXPECT_EQ(chat_turn->text, "It is 4.");
+  auto raw_turn = ep.CompleteText("policy", "What is 2+2?", o);
+  ASSERT_TRUE(raw_turn.ok()) << raw_turn.status().ToString();
+  auto chats = Bodies(server_, "/v1/chat/completions");
+  ASSERT_EQ(chats.size(), 1u);
+  EXPECT_EQ(chats[0]["model"], "hosted-model");
+  EXPECT_EQ(chats[0]["messages"],
+            nlohmann::json::parse(R"([{"role":"user","content":"What is 2+2?"}])"));
+  auto raws = Bodies(server_, "/v1/completions");
+  ASSERT_EQ(raws.size(), 1u);
+  EXPECT_EQ(raws[0]["prompt"], "What is 2+2?");
+  Trajectory traj;
+  ep.Finish(traj);
+  EXPECT_EQ(traj.usage.by_endpoint.at("hosted").prompt_tokens, 12);
+  EXPECT_EQ(traj.usage.by_endpoint.at("policy").calls, 1);
+}
+
 TEST(PromptTemplateTest, RendersNamedPlaceholdersAndLeavesLatexAlone) {
   auto r = RenderTemplate("Q: {{question}} as \\boxed{X} ({{n}})",
                           {{"question", "1+1"}, {"n", "3"}}, "t");
