@@ -17,6 +17,24 @@ using runtime::SegmentRole;
 
 constexpr size_t kInfoChars = 4000;
 
+// The usage of the episode whose rewards are being computed on this thread. The L_min solver
+// runs inside ComposedReward::Compute (synchronously, on the episode's thread) and adds its
+// calls here, so that they appear in the episode's per-endpoint accounting.
+thread_local llm::UsageReport* t_oracle_usage = nullptr;
+
+class OracleUsageScope {
+ public:
+  explicit OracleUsageScope(llm::UsageReport* sink) : previous_(t_oracle_usage) {
+    t_oracle_usage = sink;
+  }
+  ~OracleUsageScope() { t_oracle_usage = previous_; }
+  OracleUsageScope(const OracleUsageScope&) = delete;
+  OracleUsageScope& operator=(const OracleUsageScope&) = delete;
+
+ private:
+  llm::UsageReport* previous_;
+};
+
 std::string Cut(const std::string& s) {
   return s.size() <= kInfoChars ? s : s.substr(0, kInfoChars - 3) + "...";
 }
@@ -262,9 +280,12 @@ LevelAnswer CogerEnv::AnswerAtLevel(runtime::Episode& ep, const std::string& que
 Result<bool> CogerEnv::SolvedAtLevel(const rewards::RewardInput& in, int level) const {
   const std::string key = LevelOutcomeCache::Key(in.question, in.reference);
   if (std::optional<bool> cached = cache_->Get(key, level)) return *cached;
-  runtime::EpisodeInput input;  // the oracle's own calls: not the episode's accounting
+  // The oracle's own episode: its limits are not the routed episode's, but its calls are
+  // accounted to that episode (t_oracle_usage).
+  runtime::EpisodeInput input;
   runtime::Episode ep(client_.get(), config_.coger.limits, input);
   LevelAnswer a = AnswerAtLevel(ep, in.question, level);
+  if (t_oracle_usage != nullptr) t_oracle_usage->Merge(ep.usage());
   if (a.failure.failed()) {
     return Unavailable("L_min solver at L" + std::to_string(level) + ": " + a.failure.message);
   }
@@ -362,7 +383,15 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
   in.reference = item->reference;
   in.format = item->format;
   in.min_level = item->min_level;
-  Result<rewards::RewardBreakdown> b = reward_->Compute(in);
+  llm::UsageReport oracle_usage;
+  Result<rewards::RewardBreakdown> b = [&] {
+    OracleUsageScope scope(&oracle_usage);
+    return reward_->Compute(in);
+  }();
+  if (oracle_usage.total.calls > 0) {
+    ep.Account(oracle_usage);  // the L_min solver's calls (uncached levels only)
+    traj.info["lmin_solver_calls"] = std::to_string(oracle_usage.total.calls);
+  }
   if (!b.ok()) return finish(b.status(), FailureReason::kEnvError);
   for (const auto& term : config_.rewards.terms) traj.SetReward(term.name, b->values[term.name]);
   traj.reward = b->total;

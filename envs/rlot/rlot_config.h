@@ -18,8 +18,8 @@ struct RlotEnvConfig {
   // The LLM that runs the blocks, evaluates itself and answers (RLoT's "LLM"); not trained.
   std::string llm_endpoint = "policy";
   // Endpoints the env may call (the recipe's `endpoints`, copied in by the trainer so that a
-  // remote worker can build its own client). API keys never travel: a worker reads its own
-  // from ALLOT_API_KEY_<NAME> or OPENAI_API_KEY.
+  // remote worker can build its own client). API keys never travel: each endpoint names its
+  // variable (api_key_env) and a worker reads the key from its own environment.
   std::vector<llm::EndpointConfig> endpoints;
   // Per-step reward: "prm" (a PRM endpoint, rewards/prm_reward.h) or "rule" (the tiny world's
   // arithmetic checker, rule_step_verifier.h).
@@ -36,6 +36,9 @@ struct RlotEnvConfig {
   int64_t max_eval_tokens = 256;
   int max_subtasks = 4;  // Decompose: subtasks solved (more are ignored)
   int num_plans = 3;     // Debate: three plans (RLoT Table 1)
+  // Baselines (RLoT Sec. 4.1): zero-shot CoT's one reply, and CoT-SC's samples voted.
+  int64_t max_cot_tokens = 1024;
+  int cot_sc_samples = 4;  // RLoT Sec. 4.1: "majority voting across four reasoning samples"
   // A sub-step that hits its token budget is runaway output: the episode fails with a format
   // error instead of feeding a cut-off step to the chain.
   bool fail_on_truncation = true;
@@ -63,6 +66,10 @@ struct RlotEnvConfig {
     v.Field("max_eval_tokens", max_eval_tokens, {.doc = "tokens of the self-evaluation", .min = 1});
     v.Field("max_subtasks", max_subtasks, {.doc = "Decompose: subtasks solved", .min = 1});
     v.Field("num_plans", num_plans, {.doc = "Debate: plans proposed (RLoT: 3)", .min = 2});
+    v.Field("max_cot_tokens", max_cot_tokens,
+            {.doc = "eval baselines cot / cot-sc: tokens of the reasoning and answer", .min = 1});
+    v.Field("cot_sc_samples", cot_sc_samples,
+            {.doc = "eval baseline cot-sc: samples voted (RLoT: 4)", .min = 1});
     v.Field("fail_on_truncation", fail_on_truncation,
             {.doc = "a sub-step cut at its token budget fails the episode (format error)"});
     v.Field("answer_format", answer_format,

@@ -1,7 +1,7 @@
 #include "envs/rlot/rlot_env.h"
 
 #include <cctype>
-#include <cstdlib>
+#include <optional>
 #include <random>
 #include <span>
 
@@ -187,12 +187,12 @@ class EpisodeRun {
     return ParseYes(r);
   }
 
-  // The answer and its outcome (1 correct, 0 wrong).
-  Result<double> Answer() {
-    ALLOT_ASSIGN_OR_RETURN(
-        std::string text,
-        Call(p_.terminate, {{"format_instruction", FormatInstruction(item_.format)}},
-             c_.max_answer_tokens, true, "answer"));
+  // The answer and its outcome (1 correct, 0 wrong): Terminate's template, or a baseline's.
+  Result<double> Answer() { return Answer(p_.terminate, c_.max_answer_tokens); }
+  Result<double> Answer(const std::string& tmpl, int64_t max_tokens) {
+    ALLOT_ASSIGN_OR_RETURN(std::string text,
+                           Call(tmpl, {{"format_instruction", FormatInstruction(item_.format)}},
+                                max_tokens, true, "answer"));
     response_ = text;
     const rewards::GradeResult g = rewards::Grade(text, item_.gold, item_.format);
     answer_ = g.pred.found ? g.pred.text : "";
@@ -272,20 +272,8 @@ Result<std::unique_ptr<RlotEnv>> RlotEnv::Create(
     std::shared_ptr<const rewards::StepScorer> scorer) {
   ALLOT_ASSIGN_OR_RETURN(RlotPrompts prompts, RlotPrompts::Load(config.prompts_dir));
   ALLOT_RETURN_IF_ERROR(rewards::ParseAnswerFormat(config.answer_format).status());
-  // Keys do not travel in env_config (it is printed redacted): a worker reads its own from
-  // ALLOT_API_KEY_<ENDPOINT NAME> or OPENAI_API_KEY.
-  for (auto& e : config.endpoints) {
-    if (e.api_key != "<redacted>") continue;
-    std::string var = "ALLOT_API_KEY_";
-    for (char ch : e.name) {
-      var += std::isalnum(static_cast<unsigned char>(ch))
-                 ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch)))
-                 : '_';
-    }
-    const char* own = std::getenv(var.c_str());
-    const char* openai = std::getenv("OPENAI_API_KEY");
-    e.api_key = own != nullptr ? own : (openai != nullptr ? openai : "");
-  }
+  // Keys do not travel in env_config: llm::Client::Create resolves each endpoint's
+  // api_key_env in this process (llm::ResolveApiKey).
   if (client == nullptr) {
     if (config.endpoints.empty()) {
       return InvalidArgument("env.rlot.endpoints: no endpoints to call (llm_endpoint '" +
@@ -299,6 +287,8 @@ Result<std::unique_ptr<RlotEnv>> RlotEnv::Create(
                            "'");
   }
   std::shared_ptr<llm::HttpTransport> http;
+  rewards::PrmRewardConfig prm_config;
+  std::optional<llm::EndpointConfig> prm_endpoint;
   if (scorer == nullptr) {
     if (config.step_scorer == "rule") {
       scorer = std::make_shared<RuleStepVerifier>(config.rule);
@@ -310,16 +300,19 @@ Result<std::unique_ptr<RlotEnv>> RlotEnv::Create(
       }
       ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<llm::HttpTransport> t, llm::HttpTransport::Create({}));
       http = std::move(t);
-      rewards::PrmRewardConfig prm_config = config.prm;
+      prm_config = config.prm;
       if (prm_config.model.empty() || prm_config.model == rewards::PrmRewardConfig{}.model) {
         prm_config.model = prm->model;
       }
-      scorer = std::make_shared<rewards::PrmReward>(prm_config, EndpointJsonTransport(http, *prm));
+      prm_endpoint = *prm;
     }
   }
-  return std::unique_ptr<RlotEnv>(new RlotEnv(std::move(config), std::move(prompts),
-                                              std::move(client), std::move(http),
-                                              std::move(scorer)));
+  auto env =
+      std::unique_ptr<RlotEnv>(new RlotEnv(std::move(config), std::move(prompts), std::move(client),
+                                           std::move(http), std::move(scorer)));
+  env->prm_config_ = std::move(prm_config);
+  env->prm_endpoint_ = std::move(prm_endpoint);
+  return env;
 }
 
 Result<runtime::Trajectory> RlotEnv::Run(const runtime::EpisodeInput& input) {
@@ -360,7 +353,18 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
     return t;
   }
   runtime::Episode ep(client_.get(), config_.limits, input);
-  EpisodeRun run(config_, prompts_, *scorer_, ep, *item);
+  // A PRM endpoint's calls join the episode's per-endpoint accounting: its scorer is built per
+  // episode around a transport that reports each call to this episode.
+  std::unique_ptr<rewards::PrmReward> prm_scorer;
+  if (prm_endpoint_) {
+    prm_scorer = std::make_unique<rewards::PrmReward>(
+        prm_config_, EndpointJsonTransport(
+                         http_, *prm_endpoint_, prm_endpoint_->limits.timeout_s,
+                         [&ep](const llm::CallRecord& call) { ep.Account(call); }, client_->gpu(),
+                         prm_config_.tokenize_path));
+  }
+  const rewards::StepScorer& scorer = prm_scorer ? *prm_scorer : *scorer_;
+  EpisodeRun run(config_, prompts_, scorer, ep, *item);
 
   State state{};  // nothing evaluated yet: every aspect "not involved"
   std::vector<int> chosen, applied;
@@ -446,6 +450,37 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   if (!response.empty()) t.info["response"] = response;
   ep.Finish(t);
   if (!status.ok()) {
+    t.failure = runtime::Episode::FailureFrom(status, status.code() == StatusCode::kInvalidArgument
+                                                          ? FailureReason::kFormatError
+                                                          : FailureReason::kEnvError);
+  }
+  return t;
+}
+
+Result<runtime::Trajectory> RlotEnv::RunChainOfThought(const runtime::EpisodeInput& input) {
+  if (prompts_.zero_shot_cot.empty()) {
+    return NotFound(config_.prompts_dir +
+                    "/zero_shot_cot.txt: the cot baselines need this template");
+  }
+  runtime::Trajectory t;
+  t.policy_version = input.policy_version();
+  auto item = ParseItem(input.dataset_item, config_.answer_format);
+  if (!item.ok()) {
+    t.failure = {FailureReason::kEnvError, item.status().ToString()};
+    return t;
+  }
+  runtime::Episode ep(client_.get(), config_.limits, input);
+  EpisodeRun run(config_, prompts_, *scorer_, ep, *item);
+  Result<double> outcome = run.Answer(prompts_.zero_shot_cot, config_.max_cot_tokens);
+  t.SetReward("outcome", outcome.ok() ? *outcome : 0.0);
+  t.reward = outcome.ok() ? *outcome : 0.0;
+  t.info["blocks"] = "";
+  t.info["answer"] = run.answer();
+  const std::string response = run.response().substr(0, 3000);
+  if (!response.empty()) t.info["response"] = response;
+  ep.Finish(t);
+  if (!outcome.ok()) {
+    const Status& status = outcome.status();
     t.failure = runtime::Episode::FailureFrom(status, status.code() == StatusCode::kInvalidArgument
                                                           ? FailureReason::kFormatError
                                                           : FailureReason::kEnvError);

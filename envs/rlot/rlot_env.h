@@ -31,15 +31,18 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "envs/rlot/logic_block.h"
 #include "envs/rlot/rlot_config.h"
 #include "envs/rlot/rlot_prompts.h"
 #include "envs/rlot/self_evaluation.h"
-#include "envs/rlot/logic_block.h"
 #include "envs/runtime/env.h"
 #include "envs/synthetic/navigator_cache.h"
+#include "llm/endpoint_config.h"
 #include "models/navigator_mlp.h"
+#include "rewards/prm_reward.h"
 #include "rewards/step_scorer.h"
 
 namespace allot::llm {
@@ -65,6 +68,10 @@ class RlotEnv : public runtime::Env {
   // One episode with the blocks `choose` picks.
   Result<runtime::Trajectory> RunWith(const runtime::EpisodeInput& input,
                                       const BlockChooser& choose);
+  // The zero-shot CoT baseline (RLoT Sec. 4.1): one call, "Let's think step by step", the
+  // answer in the dataset's format; rewards "outcome" only, info["answer"] for the vote. No
+  // blocks, no PRM. NotFound when prompts_dir has no zero_shot_cot.txt.
+  Result<runtime::Trajectory> RunChainOfThought(const runtime::EpisodeInput& input);
 
   const RlotEnvConfig& config() const { return config_; }
 
@@ -76,7 +83,10 @@ class RlotEnv : public runtime::Env {
   RlotPrompts prompts_;
   std::shared_ptr<llm::HttpTransport> http_;  // the PRM's, when built here
   std::shared_ptr<llm::Client> client_;
-  std::shared_ptr<const rewards::StepScorer> scorer_;
+  std::shared_ptr<const rewards::StepScorer> scorer_;  // injected, or the rule verifier
+  // The PRM endpoint built from config (step_scorer: prm): a scorer per episode, accounted.
+  rewards::PrmRewardConfig prm_config_;
+  std::optional<llm::EndpointConfig> prm_endpoint_;
   NavigatorCache navigators_{"rlot", kStateDim, kNumLogicBlocks};
 };
 

@@ -66,6 +66,32 @@ ChooserFactory FixedChooser(std::vector<int> blocks) {
 Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Example>& problems,
                                     const ChooserFactory& chooser, const std::string& method,
                                     const RlotEvalOptions& options) {
+  return EvaluateTrails(
+      problems, [&](const runtime::EpisodeInput& in) { return env.RunWith(in, chooser(in.seed)); },
+      method, options);
+}
+
+bool IsChainOfThoughtMethod(const std::string& method) {
+  return method == "cot" || method == "cot-sc";
+}
+
+Result<RlotEvalReport> EvaluateChainOfThought(RlotEnv& env,
+                                              const std::vector<datasets::Example>& problems,
+                                              const std::string& method,
+                                              const RlotEvalOptions& options) {
+  if (!IsChainOfThoughtMethod(method)) {
+    return InvalidArgument("eval: '" + method + "' is not a CoT baseline (cot, cot-sc)");
+  }
+  RlotEvalOptions o = options;
+  if (method == "cot-sc") o.trails = env.config().cot_sc_samples;
+  return EvaluateTrails(
+      problems, [&](const runtime::EpisodeInput& in) { return env.RunChainOfThought(in); }, method,
+      o);
+}
+
+Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& problems,
+                                      const TrailRunner& run, const std::string& method,
+                                      const RlotEvalOptions& options) {
   if (options.trails < 1) return InvalidArgument("eval: trails must be >= 1");
   RlotEvalReport r;
   r.method = method;
@@ -79,7 +105,7 @@ Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Ex
       in.episode_id = ex.id + "#" + std::to_string(k);
       in.dataset_item = DatasetItem(ex);
       in.seed = Mix(options.seed, n++);
-      ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.RunWith(in, chooser(in.seed)));
+      ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, run(in));
       ++r.trail_total;
       r.usage.Merge(t.usage.total);
       const std::vector<int> blocks = Blocks(t.info["blocks"]);

@@ -66,6 +66,26 @@ Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Ex
                                     const ChooserFactory& chooser, const std::string& method,
                                     const RlotEvalOptions& options);
 
+// One trail of a problem: an episode for `input` (its seed differs per trail).
+using TrailRunner = std::function<Result<runtime::Trajectory>(const runtime::EpisodeInput&)>;
+
+// The loop behind every method: `options.trails` trails per problem, each graded by its
+// "outcome" reward, then voted over equivalent answers (info["answer"]), ties seeded.
+Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& problems,
+                                      const TrailRunner& run, const std::string& method,
+                                      const RlotEvalOptions& options);
+
+// The paper's single- and multi-round CoT baselines (RLoT Sec. 4.1, Table 2), next to direct
+// and fixed blocks:
+//   "cot"     zero-shot CoT, `options.trails` samples (trail accuracy is zero-shot CoT's);
+//   "cot-sc"  CoT-SC: env.config().cot_sc_samples samples (RLoT: 4), majority over equivalent
+//             answers, ties broken by the seed.
+Result<RlotEvalReport> EvaluateChainOfThought(RlotEnv& env,
+                                              const std::vector<datasets::Example>& problems,
+                                              const std::string& method,
+                                              const RlotEvalOptions& options);
+bool IsChainOfThoughtMethod(const std::string& method);
+
 // The problems the LLM gets wrong when asked directly (one Terminate-first episode each);
 // failed episodes are neither kept nor dropped silently: they are counted in `failed`.
 Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,

@@ -50,6 +50,10 @@ Result<RlotPrompts> RlotPrompts::Load(const std::string& dir) {
       {"self_evaluate", &p.self_evaluate},
   };
   for (const auto& [name, out] : files) ALLOT_RETURN_IF_ERROR(ReadTemplate(dir, name, out));
+  if (Status s = ReadTemplate(dir, "zero_shot_cot", &p.zero_shot_cot);
+      !s.ok() && s.code() != StatusCode::kNotFound) {
+    return s;
+  }
   return p;
 }
 

@@ -20,6 +20,9 @@ struct RlotPrompts {
   std::string terminate;
   std::string finish_check;
   std::string self_evaluate;
+  // The zero-shot CoT baseline ("Let's think step by step", RLoT Sec. 4.1); optional: empty
+  // when DIR has no zero_shot_cot.txt, and then the cot baselines refuse to run.
+  std::string zero_shot_cot;
 
   // Reads DIR/<name>.txt for every template; NotFound names the missing file.
   static Result<RlotPrompts> Load(const std::string& dir);

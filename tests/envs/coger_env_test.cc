@@ -363,9 +363,17 @@ TEST_F(CogerEnvTest, LminSolverRunsOncePerQueryAndCachesOnDisk) {
                                                 "medium-model"}));
   // L_min = 2: b = 0.5, penalty 0.2 for L3.
   EXPECT_NEAR(RewardOf(t, "hierarchy"), 0.3, 1e-12);
-  // The solver's calls are the oracle's, not the episode's.
-  EXPECT_EQ(t.usage.total.calls, 2);
+  // The solver's calls (L1 on the router's endpoint, L2 on the medium one) are accounted to
+  // the episode that needed L_min, per endpoint, next to the routed calls.
+  EXPECT_EQ(t.usage.total.calls, 4);
+  EXPECT_EQ(t.usage.by_endpoint.at("router").calls, 2);
+  EXPECT_EQ(t.usage.by_endpoint.at("medium").calls, 1);
+  EXPECT_EQ(t.usage.by_endpoint.at("large").calls, 1);
+  EXPECT_GT(t.usage.by_endpoint.at("medium").cost_usd, 0.0);
+  EXPECT_EQ(t.info.at("lmin_solver_calls"), "2");
   runtime::Trajectory again = Run(*env, item);
+  EXPECT_EQ(again.usage.total.calls, 2);  // cached: only the routed calls
+  EXPECT_EQ(again.info.count("lmin_solver_calls"), 0u);
   EXPECT_EQ(server_.request_count("/v1/completions"), 6);  // no new solver calls
   EXPECT_NEAR(RewardOf(again, "hierarchy"), 0.5, 1e-12);
   EXPECT_EQ(env->lmin_cache().size(), 2u);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/binder.h"
 #include "llm/client.h"
 #include "tests/llm/scripted_server.h"
 
@@ -38,6 +39,7 @@ std::string Kind(const std::string& prompt) {
       {"Give the final answer now", "terminate"},
       {"already reach the final answer", "finish"},
       {"Score each aspect", "eval"},
+      {"think step by step", "cot"},
   };
   for (const auto& [phrase, kind] : kinds) {
     if (prompt.find(phrase) != std::string::npos) return kind;
@@ -59,6 +61,7 @@ class ScriptedLlm {
         {"debate_execute", "Multiply: 5 * 2 = 10"},
         {"refine", "Refined: 5 * 2 = 10"},
         {"terminate", "The result is \\boxed{10}."},
+        {"cot", "2 + 3 = 5, and 5 * 2 = 10. The result is \\boxed{10}."},
         {"finish", "No"},
         {"eval",
          "A1 score=[3] reason=[ok]\nA2 score=[2] reason=[ok]\nA3 score=[3]\nB1 score=[1]\n"
@@ -356,6 +359,7 @@ TEST(RlotEnvTest, PrmEndpointScoresTheChain) {
     json item = {{"index", 0}, {"data", rows}};
     json reply = json::object();
     reply["data"] = json::array({item});
+    reply["usage"] = {{"prompt_tokens", 40}, {"completion_tokens", 0}};
     return Reply::Json(reply.dump());
   });
   ScriptedLlm llm;
@@ -368,6 +372,8 @@ TEST(RlotEnvTest, PrmEndpointScoresTheChain) {
   prm_ep.name = "prm";
   prm_ep.base_url = prm.url() + "/v1";
   prm_ep.model = "math-prm";
+  prm_ep.params_b = 7.0;
+  prm_ep.usd_per_m_input = 1.0;
   auto client_policy = llm.Client();
   policy = *client_policy->endpoint("policy");
   c.endpoints = {policy, prm_ep};
@@ -380,6 +386,39 @@ TEST(RlotEnvTest, PrmEndpointScoresTheChain) {
   EXPECT_FLOAT_EQ(t->transitions[0].reward, 0.75f);
   EXPECT_FLOAT_EQ(t->transitions[1].reward, 0.75f);
   EXPECT_EQ(prm.request_count("/pooling"), 2);
+  // The PRM's calls are in the episode's per-endpoint accounting, beside the LLM's.
+  const llm::UsageTotals& p = t->usage.by_endpoint.at("prm");
+  EXPECT_EQ(p.calls, 2);
+  EXPECT_EQ(p.failed_calls, 0);
+  EXPECT_EQ(p.prompt_tokens, 80);
+  EXPECT_NEAR(p.cost_usd, 80 * 1.0 / 1e6, 1e-12);
+  EXPECT_GT(p.energy_j, 0.0);
+  EXPECT_GT(p.latency_s, 0.0);
+  EXPECT_EQ(t->usage.by_endpoint.at("policy").calls, static_cast<int64_t>(llm.calls().size()));
+  EXPECT_EQ(t->usage.total.calls, 2 + static_cast<int64_t>(llm.calls().size()));
+}
+
+TEST(RlotEnvTest, FailedPrmCallsAreAccountedAsFailed) {
+  ScriptedServer prm;
+  prm.SetHandler([](const llm::testing::ServerRequest&) {
+    return Reply::Json(R"({"error":{"message":"prm overloaded"}})", 503);
+  });
+  ScriptedLlm llm;
+  RlotEnvConfig c = Config();
+  c.prm.mode = "pooling";
+  llm::EndpointConfig prm_ep;
+  prm_ep.name = "prm";
+  prm_ep.base_url = prm.url();
+  prm_ep.model = "math-prm";
+  c.endpoints = {*llm.Client()->endpoint("policy"), prm_ep};
+  auto env = RlotEnv::Create(c);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  auto t = (*env)->RunWith(Input(), Sequence({0, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kEndpointError);
+  EXPECT_NE(t->failure.message.find("prm overloaded"), std::string::npos);
+  EXPECT_EQ(t->usage.by_endpoint.at("prm").calls, 1);
+  EXPECT_EQ(t->usage.by_endpoint.at("prm").failed_calls, 1);
 }
 
 TEST(RlotEnvTest, ConfigErrorsNameTheField) {
@@ -482,6 +521,112 @@ TEST(RlotEvalTest, KeepHardCommandCopiesTheOriginalLines) {
       ss.str(),
       std::string(R"({"id": "b", "question": "6+6?", "answer": "12", "note": "kept"})") + "\n");
   EXPECT_NE(o.str().find("hard problems: 1 of 2"), std::string::npos) << o.str();
+}
+
+}  // namespace
+}  // namespace allot::envs::rlot
+
+namespace allot::envs::rlot {
+namespace {
+
+TEST(RlotEvalTest, ZeroShotCotIsOneCallPerTrailInTheDatasetsFormat) {
+  Fixture f;
+  RlotEvalOptions o;
+  o.trails = 1;
+  auto r = EvaluateChainOfThought(*f.env, {Problem("p1", "10"), Problem("p2", "7")}, "cot", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(f.llm.calls(), (std::vector<std::string>{"cot", "cot"}));
+  EXPECT_NE(f.llm.prompt(0).find("What is (2+3)*2?"), std::string::npos);
+  EXPECT_NE(f.llm.prompt(0).find("\\boxed{}"), std::string::npos);  // the format instruction
+  EXPECT_EQ(r->method, "cot");
+  EXPECT_EQ(r->trail_total, 2);
+  EXPECT_EQ(r->trail_correct, 1);
+  EXPECT_EQ(r->blocks, 0);  // no logic blocks, no PRM
+  EXPECT_TRUE(f.scorer->chains.empty());
+  EXPECT_EQ(r->usage.calls, 2);
+}
+
+TEST(RlotEvalTest, CotScVotesOverFourSamplesOfEquivalentAnswers) {
+  Fixture f;
+  // Samples 10, 11, 2*5, 12: the equivalent 10 and 2*5 win the vote (RLoT Sec. 4.1: CoT-SC
+  // votes over four samples).
+  f.llm.Fault([](const std::string& kind, int n) -> std::optional<Reply> {
+    if (kind != "cot") return std::nullopt;
+    const char* answers[] = {"\\boxed{10}", "\\boxed{11}", "\\boxed{2*5}", "\\boxed{12}"};
+    return Reply::Json(CompletionBody(answers[(n - 1) % 4], {}, 10));
+  });
+  RlotEvalOptions o;
+  o.trails = 1;  // --trails is for the other methods: CoT-SC takes env.rlot.cot_sc_samples
+  auto r = EvaluateChainOfThought(*f.env, {Problem("p1", "10")}, "cot-sc", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(f.env->config().cot_sc_samples, 4);
+  EXPECT_EQ(r->trails, 4);
+  EXPECT_EQ(f.llm.calls(), std::vector<std::string>(4, "cot"));
+  EXPECT_EQ(r->trail_correct, 2);
+  EXPECT_EQ(r->voted_correct, 1);
+  EXPECT_EQ(r->tied_votes, 0);
+  EXPECT_NE(r->ToJson().find("\"method\": \"cot-sc\""), std::string::npos);
+  EXPECT_FALSE(EvaluateChainOfThought(*f.env, {}, "navigator", o).ok());
+}
+
+TEST(RlotEvalTest, CotWithoutItsTemplateIsRefusedNamingTheFile) {
+  RlotEnvConfig c = Config();
+  c.prompts_dir = std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/tinyworld/rlot";
+  Fixture f(c);
+  ASSERT_NE(f.env, nullptr);
+  auto t = f.env->RunChainOfThought(Input());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("zero_shot_cot.txt"), std::string::npos);
+  EXPECT_TRUE(f.llm.calls().empty());
+}
+
+// A rollout worker builds the env from the env_config text the learner sent: the text names
+// each endpoint's key variable, never a key, and the worker reads the key from its own
+// environment (llm::ResolveApiKey).
+TEST(RlotEnvTest, AWorkerResolvesApiKeysFromItsOwnEnvironment) {
+  constexpr const char* kVar = "ALLOT_TEST_RLOT_WORKER_KEY";
+  constexpr const char* kKey = "sk-worker-5e2d";
+  ScriptedServer server;
+  server.SetHandler([](const llm::testing::ServerRequest&) {
+    return Reply::Json(CompletionBody("\\boxed{10}", {}, 10));
+  });
+  RlotEnvConfig c = Config();
+  c.step_scorer = "rule";
+  llm::EndpointConfig e;
+  e.name = "policy";
+  e.base_url = server.url();
+  e.model = "scripted";
+  e.api_key_env = kVar;
+  c.endpoints = {e};
+  ASSERT_EQ(setenv(kVar, kKey, 1), 0);
+  const std::string env_config = config::ToYaml(c);  // what travels to the worker
+  EXPECT_NE(env_config.find(kVar), std::string::npos);
+  EXPECT_EQ(env_config.find(kKey), std::string::npos);
+
+  struct Capture : runtime::EnvRegistrar {
+    void RegisterRuntimeEnv(const std::string& name, runtime::EnvFactory f) override {
+      EXPECT_EQ(name, "rlot");
+      factory = std::move(f);
+    }
+    runtime::EnvFactory factory;
+  } registry;
+  RegisterRlotEnv(registry);
+  auto env = registry.factory(env_config);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  auto* rlot = dynamic_cast<RlotEnv*>(env->get());
+  ASSERT_NE(rlot, nullptr);
+  auto t = rlot->RunChainOfThought(Input());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].headers.at("authorization"), std::string("Bearer ") + kKey);
+
+  // A worker without the variable refuses to build the env, naming the variable only.
+  unsetenv(kVar);
+  auto missing = registry.factory(env_config);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(kVar), std::string::npos);
+  EXPECT_EQ(missing.status().message().find(kKey), std::string::npos);
 }
 
 }  // namespace

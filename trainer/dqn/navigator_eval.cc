@@ -201,7 +201,8 @@ Result<envs::rlot::ChooserFactory> RlotChooser(const std::string& run, const std
     return envs::rlot::FixedChooser(std::move(blocks));
   }
   if (method != "navigator") {
-    return InvalidArgument("--method " + method + ": expected navigator, direct or fixed:...");
+    return InvalidArgument("--method " + method +
+                           ": expected navigator, direct, cot, cot-sc or fixed:...");
   }
   ALLOT_ASSIGN_OR_RETURN(NavigatorWeights weights, LoadNavigatorWeights(run));
   ALLOT_ASSIGN_OR_RETURN(models::NavigatorMlp mlp, weights.Mlp());
@@ -219,7 +220,10 @@ int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::Rlot
                 const std::vector<envs::datasets::Example>& problems,
                 const NavigatorEvalOptions& options, const std::string& method,
                 const std::string& json_out) {
-  auto chooser = RlotChooser(run_dir_or_checkpoint, method, options.epsilon);
+  // The CoT baselines need no navigator (RLoT Sec. 4.1).
+  const bool cot = envs::rlot::IsChainOfThoughtMethod(method);
+  auto chooser = cot ? Result<envs::rlot::ChooserFactory>(envs::rlot::FixedChooser({}))
+                     : RlotChooser(run_dir_or_checkpoint, method, options.epsilon);
   if (!chooser.ok()) {
     std::cerr << "allot eval: " << chooser.status().message() << "\n";
     return 1;
@@ -236,7 +240,8 @@ int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::Rlot
   envs::rlot::RlotEvalOptions eo;
   eo.trails = options.trails;
   eo.seed = options.seed;
-  auto report = envs::rlot::EvaluateRlot(**rlot, subset, *chooser, method, eo);
+  auto report = cot ? envs::rlot::EvaluateChainOfThought(**rlot, subset, method, eo)
+                    : envs::rlot::EvaluateRlot(**rlot, subset, *chooser, method, eo);
   if (!report.ok()) {
     std::cerr << "allot eval: " << report.status().message() << "\n";
     return 1;

@@ -70,8 +70,8 @@ int RunNavigatorEval(const std::string& run_dir_or_checkpoint, const envs::Chain
 // `allot eval` on an rlot recipe (RLoT Sec. 4.1): every problem is solved `trails` times by the
 // LLM env and voted by equivalent answers, ties broken by `options.seed`. `method` is
 // "navigator" (the greedy navigator of `run_dir_or_checkpoint`, `options.epsilon` > 0 perturbs
-// it), "direct" (answer at once), or "fixed:<block>-<block>..." (a fixed block sequence, e.g.
-// fixed:reason-reason-refine). `env` is complete (rlot_recipe.h). Returns the exit code.
+// it), "direct" (answer at once), "fixed:<block>-<block>..." (a fixed block sequence, e.g.
+// fixed:reason-reason-refine), or the CoT baselines "cot" and "cot-sc" (rlot_eval.h). `env` is complete (rlot_recipe.h). Returns the exit code.
 int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::RlotEnvConfig& env,
                 const std::vector<envs::datasets::Example>& problems,
                 const NavigatorEvalOptions& options, const std::string& method,
