@@ -6,11 +6,27 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/config/schema.h"
 #include "models/model_config.h"
 
 namespace allot::trainer {
+
+// Alternating GRPO over the roles of one policy (R2-Reasoner Sec. 4.3; grpo/alternation.h): only
+// the active role's policy segments carry loss. The paper gives no switching period.
+struct AlternationConfig {
+  bool enabled = false;
+  std::vector<std::string> roles = {"decomposer", "allocator"};
+  int64_t switch_every = 16;  // K: steps per role before switching (allot's choice)
+
+  void Describe(config::Visitor& v) {
+    v.Field("enabled", enabled, {.doc = "train one role at a time, the others frozen"});
+    v.Field("roles", roles,
+            {.doc = "roles in training order, as tagged in segment sources (<role>@endpoint)"});
+    v.Field("switch_every", switch_every, {.doc = "K: steps before the next role", .min = 1.0});
+  }
+};
 
 struct GrpoConfig {
   std::string policy_endpoint = "policy";  // endpoints[].name serving the policy being trained
@@ -60,6 +76,7 @@ struct GrpoConfig {
   double sync_timeout_s = 30.0;
   int sync_retries = 3;
   double rollout_timeout_s = 600.0;
+  AlternationConfig alternation;  // R2-Reasoner Sec. 4.3
 
   void Describe(config::Visitor& v) {
     v.Field("policy_endpoint", policy_endpoint, {.doc = "endpoint that serves the policy"});
@@ -126,6 +143,8 @@ struct GrpoConfig {
     v.Field("sync_retries", sync_retries, {.doc = "adapter load attempts", .min = 1.0});
     v.Field("rollout_timeout_s", rollout_timeout_s,
             {.doc = "longest wait for one group of episodes", .min = 1.0});
+    v.Field("alternation", alternation,
+            {.doc = "alternating GRPO over the policy's roles (R2-Reasoner Sec. 4.3)"});
   }
 };
 

@@ -22,6 +22,7 @@
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/adapter_publisher.h"
 #include "trainer/grpo/advantages.h"
+#include "trainer/grpo/alternation.h"
 #include "trainer/grpo/grpo_metrics.h"
 #include "trainer/grpo/lagrange_multiplier.h"
 #include "trainer/grpo/overlong_shaping.h"
@@ -415,6 +416,10 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
                                   " s (grpo.rollout_timeout_s)");
         }
         continue;
+      }
+      // R2-Reasoner Sec. 4.3: only the active role's segments carry loss (alternation.h).
+      if (g.alternation.enabled) {
+        FreezeInactiveRoles(fe->trajectory, ActiveRole(g.alternation, s.step));
       }
       const std::string gid = fe->trajectory.group_id();
       Group& grp = partial[gid];

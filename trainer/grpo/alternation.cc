@@ -1,0 +1,30 @@
+#include "trainer/grpo/alternation.h"
+
+namespace allot::trainer::grpo {
+
+std::string ActiveRole(const AlternationConfig& config, int64_t step) {
+  if (!config.enabled || config.roles.empty()) return "";
+  const int64_t k = config.switch_every > 0 ? config.switch_every : 1;
+  const int64_t n = static_cast<int64_t>(config.roles.size());
+  return config.roles[static_cast<size_t>((step / k) % n)];
+}
+
+bool SegmentHasRole(const v1::TokenSegment& segment, const std::string& role) {
+  const std::string& s = segment.source();
+  if (role.empty() || s.size() < role.size() || s.compare(0, role.size(), role) != 0) {
+    return false;
+  }
+  return s.size() == role.size() || s[role.size()] == '@';
+}
+
+int64_t FreezeInactiveRoles(v1::Trajectory& t, const std::string& active) {
+  int64_t frozen = 0;
+  for (v1::TokenSegment& seg : *t.mutable_segments()) {
+    if (!seg.trainable() || SegmentHasRole(seg, active)) continue;
+    seg.set_trainable(false);
+    frozen += seg.ids_size();
+  }
+  return frozen;
+}
+
+}  // namespace allot::trainer::grpo

@@ -1,0 +1,31 @@
+// Alternating GRPO over the roles of one policy (R2-Reasoner Sec. 4.3): the Task Decomposer is
+// trained with the Subtask Allocator frozen, then the reverse, switching every
+// `grpo.alternation.switch_every` steps. "Frozen" means the inactive role's policy segments are
+// context only: they carry no loss and so no gradient, while the whole trajectory's reward
+// still sets the group-relative advantage of the active role's tokens.
+//
+// An env tags a policy segment with its role in TokenSegment.source as "<role>@<endpoint>"
+// (envs/r2 does). A trainable segment of no role listed in the config is frozen as well: in an
+// alternating run, only the active role learns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "proto/allot/v1/rollout.pb.h"
+#include "trainer/grpo/grpo_config.h"
+
+namespace allot::trainer::grpo {
+
+// The role trained at `step` (0-based): roles[(step / switch_every) % roles.size()]. Empty when
+// alternation is off.
+std::string ActiveRole(const AlternationConfig& config, int64_t step);
+
+// Whether `segment` was tagged with `role` ("<role>" or "<role>@...").
+bool SegmentHasRole(const v1::TokenSegment& segment, const std::string& role);
+
+// Marks every trainable segment of `t` that does not belong to `active` as not trainable;
+// returns how many ids it froze.
+int64_t FreezeInactiveRoles(v1::Trajectory& t, const std::string& active);
+
+}  // namespace allot::trainer::grpo
