@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/checkpoint_store.h"
@@ -367,16 +369,22 @@ TEST(DqnLearningIntegrationTest, ReachesTheOptimalGreedyPolicyOnTheChain) {
   }
 }
 
-// N episodes, SIGKILL, resume, N more must equal 2N uninterrupted episodes bit for bit.
+// N episodes, SIGKILL, resume, N more must equal 2N uninterrupted episodes bit for bit. Gradient
+// updates happen before the kill (learn_start is reached by episode ~25 of the 60, and the
+// checkpoint the resume loads records them), and the resumed process is built from another seed
+// (other initial weights, another exploration stream), so a restore that loaded nothing, or only
+// part of the learner, would end elsewhere.
 TEST(DqnResumeIntegrationTest, KillAndResumeIsBitIdentical) {
   at::set_num_threads(1);
   TempDir dir;
   DqnRunOptions straight = FastOptions(dir.Join("straight"));
   straight.total_episodes = 120;
+  straight.dqn.learn_start = 100;  // about 25 episodes of 4 transitions
   DqnTrainer reference(straight);
   ASSERT_TRUE(reference.Run(nullptr, nullptr).ok());
   auto expected = reference.learner().OnlineWeights();
   ASSERT_TRUE(expected.ok());
+  ASSERT_GT(reference.learner().updates(), 0);
 
   DqnRunOptions interrupted = straight;
   interrupted.checkpoint_dir = dir.Join("interrupted");
@@ -397,15 +405,42 @@ TEST(DqnResumeIntegrationTest, KillAndResumeIsBitIdentical) {
   ::kill(pid, SIGKILL);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child finished before the kill; nothing was resumed";
 
-  DqnTrainer resumed(interrupted);
+  // The newest valid checkpoint (what Resume loads) holds updates, not only transitions.
+  auto latest = store.LoadLatest(nullptr);
+  ASSERT_TRUE(latest.ok()) << latest.status().message();
+  std::ifstream learner_json(latest->path + "/learner.json");
+  const auto state = nlohmann::json::parse(learner_json, nullptr, false);
+  ASSERT_FALSE(state.is_discarded());
+  const int64_t updates_at_kill = state.value("updates", int64_t{0});
+  EXPECT_GT(updates_at_kill, 0) << latest->path;
+  EXPECT_LT(state.value("episodes", int64_t{0}), straight.total_episodes);
+
+  DqnRunOptions other_seed = interrupted;
+  other_seed.seed = 4242;
+  DqnTrainer resumed(other_seed);
+  auto before = resumed.learner().OnlineWeights();
+  ASSERT_TRUE(before.ok());
   auto at = resumed.Resume();
   ASSERT_TRUE(at.ok()) << at.status().message();
   EXPECT_GE(*at, 60);
+  EXPECT_EQ(resumed.learner().updates(), updates_at_kill);
   ASSERT_TRUE(resumed.Run(nullptr, nullptr).ok());
+  EXPECT_GT(resumed.learner().updates(), updates_at_kill);
   auto got = resumed.learner().OnlineWeights();
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(*got == *expected) << "resumed weights differ from the uninterrupted run";
+
+  // The control: the other seed on its own, from scratch, ends elsewhere.
+  DqnRunOptions fresh = other_seed;
+  fresh.checkpoint_dir = dir.Join("fresh");
+  DqnTrainer unrelated(fresh);
+  ASSERT_TRUE(unrelated.Run(nullptr, nullptr).ok());
+  auto elsewhere = unrelated.learner().OnlineWeights();
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_FALSE(*elsewhere == *expected);
+  EXPECT_FALSE(*before == *expected);
 }
 
 }  // namespace
