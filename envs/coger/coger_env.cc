@@ -196,6 +196,10 @@ Result<std::unique_ptr<CogerEnv>> CogerEnv::FromConfigText(const std::string& te
   CogerEnvConfig config;
   if (!text.empty()) {
     ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
+    // The learner's resolved recipe keeps ${VAR} placeholders (core/config/binder.cc prints
+    // them back); the process that runs the episodes resolves them from its own environment,
+    // as it resolves API keys.
+    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
     if (node.is_map() && node.Find("env") != nullptr) {
       // A whole recipe (what the GRPO learner sends): env.coger plus the pool, gpu, rewards
       // and tools sections; the trainer's own sections are not the env's business.
