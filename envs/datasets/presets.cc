@@ -6,8 +6,9 @@
 namespace allot::envs::datasets {
 
 std::vector<std::string> PresetNames() {
-  return {"gsm8k", "math",       "math500",   "commonsenseqa", "medqa", "mawps", "collegemath",
-          "gpqa",  "strategyqa", "mmlu_stem", "aime",          "amc",   "limo",  "openr1"};
+  return {"gsm8k",       "math",   "math500",    "commonsenseqa", "medqa", "mawps",
+          "collegemath", "gpqa",   "strategyqa", "mmlu_stem",     "aime",  "amc",
+          "limo",        "openr1", "p3",         "scan",          "champ", "musique"};
 }
 
 std::vector<std::string> DatasetConfig::PresetChoices() {
@@ -98,6 +99,35 @@ Result<FieldMapping> PresetMapping(std::string_view preset) {
     m.trajectories = {"generations"};
     m.trajectory_verdicts = {"correctness_math_verify"};
     m.extra = {"problem_type", "question_type", "source"};
+  } else if (preset == "p3") {
+    // R2-Reasoner's P3 (Python Programming Puzzles): {"name", "sat": "def sat(...)", "sols",
+    // "ans_type", ...} or an exported {"question", "answer"}; graded as text.
+    m.id = {"name", "id"};
+    m.question = {"question", "sat"};
+    m.answer = {"answer"};
+    m.extra = {"ans_type", "sol_header", "sol_docstring", "sols"};
+    m.answer_format = "text";
+  } else if (preset == "scan") {
+    // SCAN: {"commands": "jump twice", "actions": "I_JUMP I_JUMP"}.
+    m.question = {"commands", "command", "question"};
+    m.answer = {"actions", "action", "answer"};
+    m.answer_format = "text";
+  } else if (preset == "champ") {
+    // CHAMP (competition maths with concepts and hints): {"problem_identifier"|"id",
+    // "problem_text"|"problem", "problem_answer"|"answer", "solution"?}.
+    m.id = {"problem_identifier", "id"};
+    m.question = {"problem_text", "problem", "question"};
+    m.answer = {"problem_answer", "answer"};
+    m.solution = {"solution", "solution_text"};
+    m.answer_format = "text";
+    m.extra = {"concepts", "hints"};
+  } else if (preset == "musique") {
+    // MuSiQue: {"id", "question", "answer", "answer_aliases", "paragraphs", "answerable",
+    // "question_decomposition"}.
+    m.question = {"question"};
+    m.answer = {"answer"};
+    m.answer_format = "text";
+    m.extra = {"answer_aliases", "paragraphs", "question_decomposition", "answerable"};
   } else {
     std::string names;
     for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;

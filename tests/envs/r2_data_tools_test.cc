@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "envs/datasets/jsonl_loader.h"
 #include "envs/r2/decomposition_score.h"
 #include "envs/r2/grouped_search.h"
 #include "envs/r2/subtask_difficulty.h"
@@ -143,6 +144,36 @@ TEST_F(GroupedSearchTest, AnEmptyGroupDefersToTheNearestAndErrorsPropagate) {
   EXPECT_FALSE(GroupedSearch({Difficulty::kEasy}, {{"x", "XL"}},
                              [](const auto&) -> Result<bool> { return true; }, {})
                    .ok());
+}
+
+// The benchmarks of R2-Reasoner Sec. 5.1 that had no preset, on lines shaped like their
+// public releases.
+TEST(R2DatasetPresetsTest, P3ScanChampAndMusiqueMapTheirFields) {
+  auto parse = [](const char* preset, const char* line) {
+    Result<datasets::FieldMapping> m = datasets::PresetMapping(preset);
+    EXPECT_TRUE(m.ok()) << preset;
+    Result<datasets::Example> e = datasets::ParseExample(line, *m, "t.jsonl:1", 0);
+    EXPECT_TRUE(e.ok()) << preset << ": " << e.status().ToString();
+    return e.ok() ? *e : datasets::Example{};
+  };
+  datasets::Example scan =
+      parse("scan", R"({"commands": "jump twice", "actions": "I_JUMP I_JUMP"})");
+  EXPECT_EQ(scan.question, "jump twice");
+  EXPECT_EQ(scan.answer, "I_JUMP I_JUMP");
+  datasets::Example champ =
+      parse("champ",
+            R"({"problem_identifier": "P_1", "problem_text": "Find x.", "problem_answer": "3"})");
+  EXPECT_EQ(champ.id, "P_1");
+  EXPECT_EQ(champ.question, "Find x.");
+  EXPECT_EQ(champ.answer, "3");
+  datasets::Example mu = parse("musique", R"({"id": "2hop_1", "question": "Who?", "answer": "Ada",
+      "answer_aliases": ["A. L."], "paragraphs": []})");
+  EXPECT_EQ(mu.answer, "Ada");
+  EXPECT_TRUE(mu.extra.contains("answer_aliases"));
+  datasets::Example p3 = parse("p3", R"({"name": "Study_1", "question": "def sat(s): ...",
+      "answer": "'ab'"})");
+  EXPECT_EQ(p3.id, "Study_1");
+  EXPECT_EQ(p3.answer_format, "text");
 }
 
 }  // namespace

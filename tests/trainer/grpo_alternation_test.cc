@@ -62,6 +62,24 @@ TEST(GrpoAlternationTest, TheActiveRoleSwitchesEveryKSteps) {
                                              "decomposer"}));
 }
 
+// Table 7: GRPO lr 1e-4 for the decomposer, 1.5e-4 for the allocator, through one schedule.
+TEST(GrpoAlternationTest, EachRoleTrainsAtItsOwnLearningRate) {
+  GrpoConfig g;
+  g.lr = 1e-4;
+  g.alternation.enabled = true;
+  g.alternation.switch_every = 3;
+  g.alternation.lr = {1e-4, 1.5e-4};
+  EXPECT_DOUBLE_EQ(RoleLearningRate(g, 0, 1e-4), 1e-4);
+  EXPECT_DOUBLE_EQ(RoleLearningRate(g, 3, 1e-4), 1.5e-4);
+  EXPECT_DOUBLE_EQ(RoleLearningRate(g, 4, 0.5e-4), 0.75e-4);  // a schedule at half its peak
+  EXPECT_DOUBLE_EQ(RoleLearningRate(g, 6, 1e-4), 1e-4);
+  EXPECT_TRUE(ValidateAlternation(g.alternation).ok());
+  g.alternation.lr = {1e-4};
+  EXPECT_FALSE(ValidateAlternation(g.alternation).ok());
+  g.alternation.enabled = false;
+  EXPECT_DOUBLE_EQ(RoleLearningRate(g, 3, 2e-4), 2e-4);
+}
+
 TEST(GrpoAlternationTest, RoleTagsAreTheSourcePrefix) {
   v1::TokenSegment s;
   s.set_source("decomposer@router");

@@ -9,6 +9,25 @@ std::string ActiveRole(const AlternationConfig& config, int64_t step) {
   return config.roles[static_cast<size_t>((step / k) % n)];
 }
 
+double RoleLearningRate(const GrpoConfig& grpo, int64_t step, double scheduled) {
+  const AlternationConfig& a = grpo.alternation;
+  if (!a.enabled || a.lr.empty() || a.roles.empty() || grpo.lr <= 0.0) return scheduled;
+  const int64_t k = a.switch_every > 0 ? a.switch_every : 1;
+  const size_t i = static_cast<size_t>((step / k) % static_cast<int64_t>(a.roles.size()));
+  if (i >= a.lr.size()) return scheduled;
+  return scheduled * a.lr[i] / grpo.lr;
+}
+
+Status ValidateAlternation(const AlternationConfig& config) {
+  if (!config.enabled) return Status::Ok();
+  if (config.roles.empty()) return InvalidArgument("grpo.alternation.roles: empty");
+  if (!config.lr.empty() && config.lr.size() != config.roles.size()) {
+    return InvalidArgument("grpo.alternation.lr: " + std::to_string(config.lr.size()) +
+                           " rates for " + std::to_string(config.roles.size()) + " roles");
+  }
+  return Status::Ok();
+}
+
 bool SegmentHasRole(const v1::TokenSegment& segment, const std::string& role) {
   const std::string& s = segment.source();
   if (role.empty() || s.size() < role.size() || s.compare(0, role.size(), role) != 0) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/status.h"
 #include "proto/allot/v1/rollout.pb.h"
 #include "trainer/grpo/grpo_config.h"
 
@@ -20,6 +21,13 @@ namespace allot::trainer::grpo {
 // The role trained at `step` (0-based): roles[(step / switch_every) % roles.size()]. Empty when
 // alternation is off.
 std::string ActiveRole(const AlternationConfig& config, int64_t step);
+
+// `scheduled` (grpo.lr through the schedule) rescaled to the active role's alternation.lr.
+// Unchanged when alternation is off, alternation.lr is empty or grpo.lr is 0.
+double RoleLearningRate(const GrpoConfig& grpo, int64_t step, double scheduled);
+
+// InvalidArgument when alternation.lr is neither empty nor one per role, or roles is empty.
+Status ValidateAlternation(const AlternationConfig& config);
 
 // Whether `segment` was tagged with `role` ("<role>" or "<role>@...").
 bool SegmentHasRole(const v1::TokenSegment& segment, const std::string& role);

@@ -19,12 +19,16 @@ struct AlternationConfig {
   bool enabled = false;
   std::vector<std::string> roles = {"decomposer", "allocator"};
   int64_t switch_every = 16;  // K: steps per role before switching (allot's choice)
+  // Learning rate of each role, in `roles` order (R2-Reasoner Table 7: 1e-4 decomposer,
+  // 1.5e-4 allocator); empty = grpo.lr for every role. grpo.lr_schedule shapes each alike.
+  std::vector<double> lr;
 
   void Describe(config::Visitor& v) {
     v.Field("enabled", enabled, {.doc = "train one role at a time, the others frozen"});
     v.Field("roles", roles,
             {.doc = "roles in training order, as tagged in segment sources (<role>@endpoint)"});
     v.Field("switch_every", switch_every, {.doc = "K: steps before the next role", .min = 1.0});
+    v.Field("lr", lr, {.doc = "learning rate per role, in roles order (empty: grpo.lr)"});
   }
 };
 
