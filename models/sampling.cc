@@ -6,25 +6,6 @@
 
 namespace allot::models {
 
-Status SamplingParams::Validate() const {
-  if (!(temperature >= 0.0) || !std::isfinite(temperature)) {
-    return InvalidArgument("temperature must be >= 0, got " + std::to_string(temperature));
-  }
-  if (!(top_p > 0.0 && top_p <= 1.0)) {
-    return InvalidArgument("top_p must be in (0, 1], got " + std::to_string(top_p));
-  }
-  if (top_k < -1)
-    return InvalidArgument("top_k must be -1, 0 or positive, got " + std::to_string(top_k));
-  if (max_tokens < 1) {
-    return InvalidArgument("max_tokens must be at least 1, got " + std::to_string(max_tokens));
-  }
-  if (n < 1) return InvalidArgument("n must be at least 1, got " + std::to_string(n));
-  for (const auto& s : stop) {
-    if (s.empty()) return InvalidArgument("stop strings must not be empty");
-  }
-  return Status::Ok();
-}
-
 Sampler::Sampler(const SamplingParams& params, uint64_t stream) : params_(params) {
   if (params.seed.has_value()) {
     std::seed_seq seq{static_cast<uint32_t>(*params.seed),

@@ -1,5 +1,5 @@
-// Sampling parameters and the per-sequence sampler: temperature, top-k, top-p (nucleus,
-// Holtzman et al., 2020), seeded.
+// The per-sequence sampler: temperature, top-k, top-p (nucleus, Holtzman et al., 2020),
+// seeded. Its parameters are models/sampling_params.h (no LibTorch there).
 //
 // Each sequence owns its random stream, seeded from (seed, sample index), and draws on the CPU,
 // so a sequence's tokens do not depend on what else is in the batch or on the device.
@@ -8,31 +8,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <optional>
 #include <random>
-#include <string>
-#include <vector>
 
-#include "core/status.h"
+#include "models/sampling_params.h"
 
 namespace allot::models {
-
-// Field names and meanings follow the OpenAI / vLLM sampling parameters.
-struct SamplingParams {
-  double temperature = 1.0;  // 0 = greedy
-  double top_p = 1.0;        // (0, 1]
-  int64_t top_k = 0;         // 0 or -1 = off
-  int64_t max_tokens = 16;
-  int64_t n = 1;
-  std::optional<uint64_t> seed;   // unset = nondeterministic
-  std::vector<std::string> stop;  // stop strings (need a tokenizer)
-  std::vector<int32_t> stop_token_ids;
-  bool ignore_eos = false;
-  bool include_stop_str_in_output = false;
-
-  // Messages name the field ("top_p must be in (0, 1], got 0").
-  Status Validate() const;
-};
 
 struct SampledToken {
   int32_t token = 0;

@@ -47,12 +47,29 @@ class Fields {
         return Fail(key, "'" + key + "' must be an integer");
       }
     }
-    const double d = v->get<double>();
-    if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
+    // The range is checked in the value's own type: as doubles, 2^63 would pass a check
+    // against INT64_MAX (which rounds up to 2^63), and converting it back is undefined.
+    bool in_range = false;
+    int64_t value = 0;
+    if (v->is_number_unsigned()) {
+      const uint64_t u = v->get<uint64_t>();
+      in_range = max >= 0 && u <= static_cast<uint64_t>(max) &&
+                 (min <= 0 || u >= static_cast<uint64_t>(min));
+      value = in_range ? static_cast<int64_t>(u) : 0;
+    } else if (v->is_number_integer()) {
+      value = v->get<int64_t>();
+      in_range = value >= min && value <= max;
+    } else {
+      const double d = v->get<double>();
+      // max + 1.0 is exact where it matters: 2^63 for INT64_MAX, small integers otherwise.
+      in_range = d >= static_cast<double>(min) && d < static_cast<double>(max) + 1.0;
+      value = in_range ? static_cast<int64_t>(d) : 0;
+    }
+    if (!in_range) {
       return Fail(key, "'" + key + "' must be in [" + std::to_string(min) + ", " +
                            std::to_string(max) + "], got " + v->dump());
     }
-    *out = v->is_number_integer() ? v->get<int64_t>() : static_cast<int64_t>(d);
+    *out = value;
     return true;
   }
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "llm/serve/api_error.h"
-#include "models/sampling.h"
+#include "models/sampling_params.h"
 #include "models/tokenizer/chat_template.h"
 
 namespace allot::llm::serve {
