@@ -1,18 +1,63 @@
 #include "rewards/math_expr.h"
 
+#include <ginac/ginac.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
-#include "rewards/latex_math_parser.h"
+#include "envs/tools/expr_parser.h"
+#include "envs/tools/ginac_eval.h"
 
 namespace allot::rewards {
 namespace {
 
 using GiNaC::ex;
 using GiNaC::numeric;
+
+// An answer parsed by the one front-end onto GiNaC (envs/tools/expr_parser.h, LaTeX dialect).
+struct ParsedMath {
+  ex value;
+  bool inexact = false;  // a decimal with a fractional part was read
+};
+
+envs::tools::EvalLimits AnswerLimits(const MathLimits& limits) {
+  envs::tools::EvalLimits out;
+  out.parse.dialect = envs::tools::ExprDialect::kLatex;
+  out.parse.max_length = limits.max_length;
+  out.parse.max_depth = limits.max_depth;
+  out.parse.max_number_digits = limits.max_digits;
+  out.max_result_bits = static_cast<int>(std::min<int64_t>(limits.max_numeric_bits, 1 << 30));
+  out.max_symbolic_exponent =
+      static_cast<int>(std::min<int64_t>(limits.max_symbolic_exponent, 1 << 30));
+  out.max_factorial = 1000;
+  out.max_symbols = 64;
+  out.max_exp_argument = 0;  // compared in double precision, where exp saturates to inf
+  out.named_constants = false;
+  return out;
+}
+
+Result<ParsedMath> ParseAnswer(std::string_view text, const MathLimits& limits,
+                               envs::tools::SymbolTable& symbols) {
+  const envs::tools::EvalLimits eval = AnswerLimits(limits);
+  auto tree = envs::tools::ParseExpression(text, eval.parse);
+  Result<ex> value =
+      tree.ok() ? envs::tools::ToGinac(**tree, &symbols, eval) : Result<ex>(tree.status());
+  if (!value.ok()) {
+    return Status(value.status().code(),
+                  "maths '" + std::string(text.substr(0, 80)) + "': " + value.status().message());
+  }
+  return ParsedMath{*value, envs::tools::HasDecimalLiteral(**tree)};
+}
+
+std::vector<GiNaC::symbol> AllSymbols(const envs::tools::SymbolTable& symbols) {
+  std::vector<GiNaC::symbol> out;
+  for (const auto& [name, s] : symbols.symbols()) out.push_back(s);
+  return out;
+}
 
 bool HasSymbols(const ex& e) {
   for (auto it = e.preorder_begin(); it != e.preorder_end(); ++it) {
@@ -139,8 +184,8 @@ bool EqualAtPoints(const ex& a, const ex& b, const std::vector<GiNaC::symbol>& s
 }  // namespace
 
 Result<std::string> CanonicalMath(std::string_view text, const MathLimits& limits) {
-  MathSymbols symbols;
-  ALLOT_ASSIGN_OR_RETURN(ParsedMath p, ParseLatexMath(text, limits, symbols));
+  envs::tools::SymbolTable symbols;
+  ALLOT_ASSIGN_OR_RETURN(ParsedMath p, ParseAnswer(text, limits, symbols));
   std::ostringstream os;
   try {
     os << p.value;
@@ -151,9 +196,9 @@ Result<std::string> CanonicalMath(std::string_view text, const MathLimits& limit
 }
 
 Result<bool> MathEqual(std::string_view a, std::string_view b, const MathCompareOptions& options) {
-  MathSymbols symbols;  // shared, so that x on both sides is one symbol
-  ALLOT_ASSIGN_OR_RETURN(ParsedMath pa, ParseLatexMath(a, options.limits, symbols));
-  ALLOT_ASSIGN_OR_RETURN(ParsedMath pb, ParseLatexMath(b, options.limits, symbols));
+  envs::tools::SymbolTable symbols;  // shared, so that x on both sides is one symbol
+  ALLOT_ASSIGN_OR_RETURN(ParsedMath pa, ParseAnswer(a, options.limits, symbols));
+  ALLOT_ASSIGN_OR_RETURN(ParsedMath pb, ParseAnswer(b, options.limits, symbols));
   try {
     ex diff = pa.value - pb.value;
     if (diff.is_zero()) return true;
@@ -173,7 +218,7 @@ Result<bool> MathEqual(std::string_view a, std::string_view b, const MathCompare
       if (diff.expand().is_zero() || diff.normal().is_zero()) return true;
     }
     const double tol = pa.inexact || pb.inexact ? std::max(options.rel_tol, 1e-9) : 1e-9;
-    return EqualAtPoints(pa.value, pb.value, symbols.All(), tol);
+    return EqualAtPoints(pa.value, pb.value, AllSymbols(symbols), tol);
   } catch (const std::exception& e) {
     return InvalidArgument("comparing '" + std::string(a.substr(0, 80)) + "' with '" +
                            std::string(b.substr(0, 80)) + "': " + e.what());

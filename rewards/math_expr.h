@@ -1,6 +1,8 @@
 // Bounded LaTeX-to-GiNaC parsing and symbolic equality of two answers.
 //
-// The parser reads the subset of LaTeX and plain-text maths that final answers use:
+// Answers are read by allot's one front-end onto GiNaC (envs/tools/expr_parser.h and
+// ginac_eval.h) in its LaTeX dialect, which reads the subset of LaTeX and plain-text maths
+// that final answers use:
 //   numbers (exact: "0.5" is the rational 1/2), + - * / ^, implicit products ("2x", "3\pi",
 //   "2(x+1)"), \frac \dfrac \tfrac (also "\frac12"), \sqrt{x}, \sqrt[n]{x}, \cdot \times \div,
 //   \pi, \sin \cos \tan \cot \sec \csc \ln \log \log_b \exp (with or without an argument in
@@ -8,6 +10,8 @@
 // Letters are symbols; a run of letters is their product ("xy" = x*y) except for the function
 // names above. `e` is a symbol, not Euler's number; `i` is a symbol, not the imaginary unit.
 // `^` followed by a bare number takes the whole number ("2^10" = 1024), as in plain text.
+// Also read: "**" for powers, the Unicode operators × ÷ − ·, and n! of a symbol (kept as
+// factorial(n)).
 //
 // Not supported (the parse fails with InvalidArgument, and the caller falls back to string
 // comparison): \infty, \pm, relations other than a single "=", matrices, integrals, sums,

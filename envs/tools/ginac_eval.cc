@@ -122,8 +122,10 @@ class Evaluator {
  private:
   Result<ex> Name(const std::string& name) {
     if (name == "pi" || name == "Pi") return ex(GiNaC::Pi);
-    if (name == "e" || name == "E") return ex(GiNaC::exp(ex(1)));
-    if (name == "I" || name == "i") return ex(GiNaC::I);
+    if (limits_.named_constants) {
+      if (name == "e" || name == "E") return ex(GiNaC::exp(ex(1)));
+      if (name == "I" || name == "i") return ex(GiNaC::I);
+    }
     if (symbols_ == nullptr) return InvalidArgument("unknown name '" + name + "'");
     ALLOT_ASSIGN_OR_RETURN(GiNaC::symbol s, symbols_->Get(name, limits_.max_symbols));
     return ex(s);
@@ -138,14 +140,19 @@ class Evaluator {
   }
 
   Result<ex> Power(const ex& base, const ex& exponent) {
+    if (base.is_zero() &&
+        !(GiNaC::is_a<numeric>(exponent) && GiNaC::ex_to<numeric>(exponent).real().is_positive())) {
+      if (GiNaC::is_a<numeric>(exponent) && GiNaC::ex_to<numeric>(exponent).is_negative()) {
+        return InvalidArgument("division by zero (0^negative)");
+      }
+      return InvalidArgument("0 to a power that is not positive");
+    }
     if (GiNaC::is_a<numeric>(exponent)) {
       const numeric& e = GiNaC::ex_to<numeric>(exponent);
       if (e.is_rational()) {
         const numeric magnitude = GiNaC::abs(e.numer());
         if (IsExactRational(base)) {
           const numeric& b = GiNaC::ex_to<numeric>(base);
-          if (b.is_zero() && e.is_negative())
-            return InvalidArgument("division by zero (0^negative)");
           if (!b.is_zero() && GiNaC::abs(b) != 1) {
             const long bits = RationalBits(b);
             if (magnitude > numeric(limits_.max_result_bits) ||
@@ -166,8 +173,25 @@ class Evaluator {
       if (e == numeric(1, 2) || e == numeric(1, 3)) return SimplifiedRoot(base, e.denom().to_int());
     }
     ex r = GiNaC::pow(base, exponent);
+    // GiNaC folds (x^a)^b, so the folded exponent is bounded as well.
+    if (GiNaC::is_a<GiNaC::power>(r) && !GiNaC::is_a<numeric>(r.op(0)) &&
+        GiNaC::is_a<numeric>(r.op(1)) && GiNaC::ex_to<numeric>(r.op(1)).is_rational() &&
+        GiNaC::abs(GiNaC::ex_to<numeric>(r.op(1))) > numeric(limits_.max_symbolic_exponent)) {
+      return ResourceExhausted("exponent too large for a symbolic base (limit " +
+                               std::to_string(limits_.max_symbolic_exponent) + ")");
+    }
     ALLOT_RETURN_IF_ERROR(CheckSize(r));
     return r;
+  }
+
+  Result<ex> Log(const ex& x) {
+    if (x.is_zero()) return InvalidArgument("log of zero");
+    return ex(GiNaC::log(x));
+  }
+
+  Result<ex> Divide(const ex& a, const ex& b) {
+    if (b.is_zero()) return InvalidArgument("division by zero");
+    return ex(a / b);
   }
 
   Result<ex> Modulo(const ex& a, const ex& b) {
@@ -201,10 +225,10 @@ class Evaluator {
       case '*':
         r = a * b;
         break;
-      case '/':
-        if (b.is_zero()) return InvalidArgument("division by zero");
-        r = a / b;
+      case '/': {
+        ALLOT_ASSIGN_OR_RETURN(r, Divide(a, b));
         break;
+      }
       case '%': {
         ALLOT_ASSIGN_OR_RETURN(r, Modulo(a, b));
         break;
@@ -288,13 +312,18 @@ class Evaluator {
         {"atanh", [](const ex& x) -> ex { return GiNaC::atanh(x); }},
         {"exp", [](const ex& x) -> ex { return GiNaC::exp(x); }},
         {"abs", [](const ex& x) -> ex { return GiNaC::abs(x); }},
-        {"ln", [](const ex& x) -> ex { return GiNaC::log(x); }},
     };
+    if (fn == "cot" || fn == "sec" || fn == "csc") {
+      ALLOT_RETURN_IF_ERROR(arity(1, 1));
+      const ex& x = args[0];
+      return Divide(1, fn == "cot" ? GiNaC::tan(x) : fn == "sec" ? GiNaC::cos(x) : GiNaC::sin(x));
+    }
     if (auto it = kUnary.find(fn); it != kUnary.end()) {
       ALLOT_RETURN_IF_ERROR(arity(1, 1));
-      if (fn == "exp" && GiNaC::is_a<numeric>(args[0].evalf()) &&
+      if (fn == "exp" && limits_.max_exp_argument > 0 && GiNaC::is_a<numeric>(args[0].evalf()) &&
           GiNaC::ex_to<numeric>(args[0].evalf()).is_real() &&
-          GiNaC::abs(GiNaC::ex_to<numeric>(args[0].evalf())) > numeric(100000)) {
+          std::fabs(GiNaC::ex_to<numeric>(args[0].evalf()).to_double()) >
+              limits_.max_exp_argument) {
         return OutOfRange("exp argument too large");
       }
       return it->second(args[0]);
@@ -312,15 +341,18 @@ class Evaluator {
       if (args[1].is_zero()) return InvalidArgument("root of degree 0");
       return Power(args[0], 1 / args[1]);
     }
-    if (fn == "log") {
-      ALLOT_RETURN_IF_ERROR(arity(1, 2));
-      if (args.size() == 1) return ex(GiNaC::log(args[0]));
+    if (fn == "log" || fn == "ln") {
+      ALLOT_RETURN_IF_ERROR(arity(1, fn == "ln" ? 1 : 2));
+      ALLOT_ASSIGN_OR_RETURN(ex log_x, Log(args[0]));
+      if (args.size() == 1) return log_x;
       if (args[1].is_equal(ex(1))) return InvalidArgument("log base 1");
-      return GiNaC::log(args[0]) / GiNaC::log(args[1]);
+      ALLOT_ASSIGN_OR_RETURN(ex log_base, Log(args[1]));
+      return Divide(log_x, log_base);
     }
     if (fn == "log10" || fn == "log2") {
       ALLOT_RETURN_IF_ERROR(arity(1, 1));
-      return GiNaC::log(args[0]) / GiNaC::log(ex(fn == "log10" ? 10 : 2));
+      ALLOT_ASSIGN_OR_RETURN(ex log_x, Log(args[0]));
+      return log_x / GiNaC::log(ex(fn == "log10" ? 10 : 2));
     }
     if (fn == "atan2") {
       ALLOT_RETURN_IF_ERROR(arity(2, 2));

@@ -23,6 +23,10 @@ struct EvalLimits {
   int max_factorial = 5000;        // n in n!, comb(n, k), perm(n, k)
   int max_symbols = 16;            // distinct free symbols
   int max_expand_terms = 20000;    // upper bound on terms produced by expand/normal/factor
+  double max_exp_argument = 1e5;   // |x| in exp(x) for a real number x; 0 = no bound
+  // e and E are Euler's number, i and I the imaginary unit (the calculator). Off for answers
+  // (ExprDialect::kLatex), where they are symbols like any other letter. pi is always pi.
+  bool named_constants = true;
 };
 
 // Free symbols by name, so that "x" means the same GiNaC symbol across several expressions.
@@ -39,6 +43,9 @@ class SymbolTable {
 
 // Evaluates `node`. With `symbols` null, any free name is an error (the arithmetic tool).
 // Equations ("a = b") become GiNaC relationals; lists become GiNaC lst (rows of a matrix).
+// Poles (division by zero, log 0, 0^0, 0^-k) are refused before GiNaC sees them: GiNaC throws
+// from inside its evaluation there and leaks the half-built node. Errors: InvalidArgument for
+// input that has no value, ResourceExhausted for a limit.
 Result<GiNaC::ex> ToGinac(const ExprNode& node, SymbolTable* symbols, const EvalLimits& limits);
 
 // Parses and evaluates in one step, catching every GiNaC/CLN exception.

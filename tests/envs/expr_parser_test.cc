@@ -110,5 +110,55 @@ TEST(CalculateTest, ErrorsInsteadOfCrashes) {
   EXPECT_FALSE(Calculate("1e99999999").ok());
 }
 
+std::string LatexTree(const std::string& text) {
+  ExprLimits limits;
+  limits.dialect = ExprDialect::kLatex;
+  auto r = ParseExpression(text, limits);
+  return r.ok() ? ExprToString(**r) : "ERROR: " + r.status().message();
+}
+
+// The LaTeX dialect is what rewards/math_expr.h reads answers with (it used to be a second
+// parser there).
+TEST(ExprParserTest, LatexDialectReadsAnswers) {
+  EXPECT_EQ(LatexTree("\\frac{1}{2}"), "(1 / 2)");
+  EXPECT_EQ(LatexTree("\\frac12"), "(1 / 2)");
+  EXPECT_EQ(LatexTree("\\dfrac ab"), "(a / b)");
+  EXPECT_EQ(LatexTree("xy"), "(x * y)");
+  EXPECT_EQ(LatexTree("x_{10} + x_1"), "(x_10 + x_1)");
+  EXPECT_EQ(LatexTree("\\sin^2 x"), "(sin(x) ^ 2)");
+  EXPECT_EQ(LatexTree("\\log_2 8"), "log(8, 2)");
+  EXPECT_EQ(LatexTree("\\sqrt[3]{8}"), "root(8, 3)");
+  EXPECT_EQ(LatexTree("2^{10}"), "(2 ^ 10)");
+  EXPECT_EQ(LatexTree("3\\pi \\cdot \\alpha"), "((3 * pi) * alpha)");
+  EXPECT_EQ(LatexTree("{[(1)]}"), "1");
+  // No scientific notation, '=' or lists in answers: "1e3" is 1*e*3.
+  EXPECT_EQ(LatexTree("1e3"), "((1 * e) * 3)");
+  EXPECT_NE(LatexTree("x = 1").find("ERROR"), std::string::npos);
+  EXPECT_NE(LatexTree("[1, 2]").find("ERROR"), std::string::npos);
+  EXPECT_NE(LatexTree("\\infty").find("unsupported command"), std::string::npos);
+  EXPECT_NE(LatexTree("x_").find("bad subscript"), std::string::npos);
+  // The calculator dialect keeps whole names, scientific notation and lists.
+  EXPECT_EQ(Tree("xy"), "xy");
+  EXPECT_EQ(Tree("1e3"), "1e3");
+  EXPECT_EQ(Tree("[1, 2]"), "[1, 2]");
+}
+
+// Behaviour that changed when the two front-ends became one: limits are ResourceExhausted in
+// both dialects (the calculator's were InvalidArgument), and poles are refused before GiNaC sees
+// them (0^0 used to reach GiNaC).
+TEST(CalculateTest, MergedFrontEndBehaviour) {
+  EXPECT_EQ(ParseExpression(std::string(5000, '1')).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(ParseExpression(std::string(200, '(') + "1" + std::string(200, ')')).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(ParseExpression(std::string(500, '7')).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(Value("0^0").find("not positive"), std::string::npos);
+  EXPECT_NE(Value("log(0)").find("log of zero"), std::string::npos);
+  EXPECT_NE(Value("log(8, 0)").find("log of zero"), std::string::npos);
+  EXPECT_EQ(Value("sec(0) + csc(pi/2) + cot(pi/4)"), "3");
+  EXPECT_NE(Value("csc(0)").find("division by zero"), std::string::npos);
+  EXPECT_EQ(Value("e^0 + i^2"), "0");  // named constants stay on in the calculator
+}
+
 }  // namespace
 }  // namespace allot::envs::tools

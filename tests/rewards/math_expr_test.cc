@@ -46,6 +46,27 @@ TEST(MathExprTest, LimitsAreResourceErrors) {
             StatusCode::kResourceExhausted);
 }
 
+// Answers are read by the calculator's front-end in its LaTeX dialect (envs/tools/). What that
+// changed against the former rewards-only parser is pinned here.
+TEST(MathExprTest, SharedFrontEndDifferences) {
+  // tan stays tan (it used to become sin/cos); cot, sec and csc are powers of tan, cos and sin.
+  EXPECT_EQ(*CanonicalMath("\\tan x"), "tan(x)");
+  EXPECT_EQ(*CanonicalMath("\\sec x"), "cos(x)^(-1)");
+  EXPECT_TRUE(*MathEqual("\\tan x", "\\frac{\\sin x}{\\cos x}"));
+  // "**", the Unicode operators and \dfrac are read; n! of a symbol stays factorial(n).
+  EXPECT_EQ(*CanonicalMath("2**3 \xC3\x97 3"), "24");
+  EXPECT_EQ(*CanonicalMath("\\dfrac{3}{6}"), "1/2");
+  EXPECT_EQ(*CanonicalMath("n!"), "n!");
+  EXPECT_TRUE(*MathEqual("n!", "n!"));
+  // Unchanged: e and i are symbols in answers, decimals compare with a tolerance, square roots
+  // pull out perfect squares.
+  EXPECT_EQ(*CanonicalMath("e^2"), "e^2");
+  EXPECT_TRUE(*MathEqual("0.333333333", "\\frac{1}{3}", {.rel_tol = 1e-6}));
+  EXPECT_FALSE(*MathEqual("\\frac{333}{1000}", "\\frac{1}{3}"));
+  EXPECT_EQ(*CanonicalMath("\\sqrt{8}"), "2*sqrt(2)");
+  EXPECT_EQ(CanonicalMath("\\ln 0").status().code(), StatusCode::kInvalidArgument);
+}
+
 // The clock check is a hang guard with a wide margin, not a performance assertion.
 TEST(MathExprTest, HostileLatexIsBoundedInTime) {
   std::string nested_frac;
