@@ -32,6 +32,7 @@
 
 #include "core/status.h"
 #include "envs/deeptool/deeptool_config.h"
+#include "envs/deeptool/deeptool_item.h"
 #include "envs/deeptool/expert_trajectory.h"
 #include "envs/runtime/env.h"
 #include "envs/tools/tool_registry.h"
@@ -44,19 +45,6 @@ class Client;
 }
 
 namespace allot::envs::deeptool {
-
-// A dataset item: {"question", "answer", "answer_format"?, "history"?, "reference_steps"?} or
-// {"question", "answer", "steps"} (a whole expert trajectory: no history, every step a
-// reference). history and reference_steps may also sit under "extra" (the grpo engine's items).
-struct DeepToolItem {
-  std::string question;
-  std::string reference;
-  rewards::AnswerFormat format = rewards::AnswerFormat::kBoxed;
-  std::vector<ExpertStep> history;          // the ground-truth steps before this instance
-  std::vector<ExpertStep> reference_steps;  // the expert's steps from here on
-};
-Result<DeepToolItem> ParseDeepToolItem(const std::string& json,
-                                       rewards::AnswerFormat default_format);
 
 // What the sandbox's execute_python result becomes in the context: stdout, then stderr (the
 // traceback), then a timeout line; "(no output)" when all are empty; cut at max_chars.
