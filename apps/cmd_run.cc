@@ -12,6 +12,7 @@
 #include "core/config/node.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
+#include "envs/atlas/atlas_eval.h"
 #include "envs/coger/coger_eval.h"
 #include "envs/rlot/rlot_eval.h"
 #include "envs/rlot/rlot_recipe.h"
@@ -91,6 +92,9 @@ int Train(const TrainArgs& a) {
   if (!a.name.empty()) overrides.push_back("run.name=" + a.name);
   auto loaded = LoadConfig(a.config, overrides);
   if (!loaded.ok()) return Fail("train", loaded.status());
+  if (Status s = CheckRecipe(*loaded, overrides, /*resume=*/false); !s.ok()) {
+    return Fail("train", s);
+  }
   // Checked once here rather than by every rank.
   if (a.nproc > 1) return LaunchRanks("train", loaded->config.trainer.algorithm, a.nproc);
   return StartRun("train", *loaded, /*resume=*/false);
@@ -116,7 +120,9 @@ int Sft(const TrainArgs& a) {
   if (loaded->config.trainer.algorithm != "sft") {
     return Fail("sft", InvalidArgument("--set trainer.algorithm: `allot sft` runs sft only"));
   }
-  if (Status s = CheckSftRecipe(*loaded); !s.ok()) return Fail("sft", s);
+  if (Status s = CheckRecipe(*loaded, a.overrides, /*resume=*/false); !s.ok()) {
+    return Fail("sft", s);
+  }
   if (a.nproc > 1) return LaunchRanks("sft", "sft", a.nproc);
   return StartRun("sft", *loaded, /*resume=*/false);
 }
@@ -132,6 +138,10 @@ int Resume(const ResumeArgs& a) {
   overrides.push_back("run.output_dir=" + a.output_dir);
   auto loaded = LoadConfig(config, overrides);
   if (!loaded.ok()) return Fail("resume", loaded.status());
+  // The run's own config passed when it started; what this resume changes must pass too.
+  if (Status s = CheckRecipe(*loaded, a.overrides, /*resume=*/true); !s.ok()) {
+    return Fail("resume", s);
+  }
   if (a.nproc > 1) return LaunchRanks("resume", loaded->config.trainer.algorithm, a.nproc);
   return StartRun("resume", *loaded, /*resume=*/true);
 }
@@ -172,6 +182,13 @@ int Eval(const EvalArgs& a) {
                                               a.method == "navigator" ? "" : a.method,
                                               a.options.episodes, a.options.seed, a.json,
                                               std::cout, std::cerr);
+    }
+    if (loaded->config.env.name == "atlas") {  // ATLAS: orchestrator vs integrator ablation
+      const AllotConfig& cfg = loaded->config;
+      return envs::atlas::RunAtlasEvalCommand({cfg.env.atlas, cfg.endpoints, cfg.gpu},
+                                              cfg.eval_data, a.method, a.options.episodes,
+                                              a.options.seed, loaded->source, a.json, std::cout,
+                                              std::cerr);
     }
     if (loaded->config.env.name == "rlot") {  // RLoT's LLM env on eval_data
       const AllotConfig& cfg = loaded->config;
@@ -263,8 +280,10 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--seed", ev->options.seed, "seed for epsilon trails");
   eval->add_option("--json", ev->json, "also write the report as JSON here");
   eval->add_option("--method", ev->method,
-                   "rlot: navigator, direct, or fixed:<block>-<block> (e.g. fixed:reason-refine); "
-                   "coger: all, or a list of router, L1..L4, random");
+                   "rlot: navigator, direct, cot, cot-sc, or fixed:<block>-<block> (e.g. "
+                   "fixed:reason-refine); "
+                   "coger: all, or a list of router, L1..L4, random; "
+                   "atlas: orchestrator, integrator or all");
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "
                    "(RLoT's training set) to this JSONL file");

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <set>
 
 #include "apps/commands.h"
 #include "apps/engines.h"
@@ -73,6 +74,20 @@ int TrainAndFinish(RunContext& ctx, const trainer::DqnRunOptions& options, Train
 }
 
 }  // namespace
+
+Status CheckDqnRecipe(const config::ConfigNode& written, const std::string& source) {
+  // The LLM learners' sections; the dqn engine trains the navigator and reads none of them.
+  static const std::set<std::string> kUnread = {"grpo", "sft", "model"};
+  std::string errors;
+  for (const auto& [key, node] : written.entries()) {
+    if (kUnread.count(key) != 0) {
+      errors += "\n  " + node.origin().ToString() + ": section '" + key +
+                "' is not read by the dqn engine (trainer.algorithm: dqn)";
+    }
+  }
+  if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
+  return Status::Ok();
+}
 
 int RunDqnEngine(RunContext& ctx) {
   const AllotConfig& cfg = ctx.loaded.config;

@@ -23,17 +23,15 @@
 
 namespace allot::apps {
 
-namespace {
-
 // Configs fail loudly (issue 12 part 9): a section or key the grpo engine does not read, or a
 // knob that has no effect in the chosen mode, is an error naming it and where it was set.
-Status CheckGrpoKeys(const std::string& source) {
-  auto root = config::LoadFile(source);
-  if (!root.ok()) return root.status();
+Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
+                       const std::string& source) {
+  const config::ConfigNode* root = &written;
   // Sections other engines read and this one ignores.
-  static const std::set<std::string> kUnread = {"dqn"};
+  static const std::set<std::string> kUnread = {"dqn", "sft"};
   std::string errors;
-  for (const auto& [key, node] : root->entries()) {
+  for (const auto& [key, node] : written.entries()) {
     if (kUnread.count(key) != 0) {
       errors += "\n  " + node.origin().ToString() + ": section '" + key +
                 "' is not read by the grpo engine (trainer.algorithm: grpo)";
@@ -50,38 +48,36 @@ Status CheckGrpoKeys(const std::string& source) {
   auto set = [&](const std::string& k) -> const config::ConfigNode* {
     return g == nullptr ? nullptr : g->Find(k);
   };
-  auto scalar = [&](const std::string& k, const std::string& fallback) {
-    const config::ConfigNode* n = set(k);
-    return n != nullptr && n->is_scalar() ? n->scalar() : fallback;
-  };
   auto no_effect = [&](const std::string& k, const std::string& why) {
     if (const config::ConfigNode* n = set(k); n != nullptr) {
       errors += "\n  " + n->origin().ToString() + ": grpo." + k + " has no effect " + why;
     }
   };
-  const std::string metric = scalar("budget_metric", "none");
-  if (metric == "none") {
+  // Whether a knob has an effect is decided by the resulting config (on resume: the run's).
+  const trainer::GrpoConfig& c = cfg.grpo;
+  if (c.budget_metric == "none") {
     for (const char* k : {"budget", "lambda_init", "lambda_lr"}) {
       no_effect(k, "while grpo.budget_metric is none");
     }
   }
-  if (scalar("dynamic_sampling", "false") != "true") {
+  if (!c.dynamic_sampling) {
     no_effect("max_refill_groups", "without grpo.dynamic_sampling");
   }
-  if (scalar("overlong_buffer", "0") == "0") {
+  if (c.overlong_buffer == 0) {
     no_effect("overlong_penalty", "while grpo.overlong_buffer is 0");
   }
-  if (scalar("loss_aggregation", "seq_mean_token_mean") != "seq_mean_token_sum") {
+  if (c.loss_aggregation != "seq_mean_token_sum") {
     no_effect("aggregation_norm_len", "unless grpo.loss_aggregation is seq_mean_token_sum");
   }
-  const std::string kl = scalar("kl_coef", "0");
-  if (kl == "0" || kl == "0.0") no_effect("kl_estimator", "while grpo.kl_coef is 0");
-  if (scalar("truncated_is", "true") == "false") {
+  if (c.kl_coef == 0.0) no_effect("kl_estimator", "while grpo.kl_coef is 0");
+  if (!c.truncated_is) {
     no_effect("truncated_is_cap", "while grpo.truncated_is is false");
   }
   if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
   return Status::Ok();
 }
+
+namespace {
 
 // The dataset items episodes are drawn from, as JSON text.
 Result<std::vector<std::string>> Prompts(const AllotConfig& cfg) {
@@ -143,13 +139,7 @@ void WriteCurves(const RunDirectory& run) {
 }  // namespace
 
 int RunGrpoEngine(RunContext& ctx) {
-  const AllotConfig& cfg = ctx.loaded.config;
-  if (!ctx.resume) {
-    if (Status s = CheckGrpoKeys(ctx.loaded.source); !s.ok()) {
-      std::cerr << "allot: " << s.message() << "\n";
-      return kExitError;
-    }
-  }
+  const AllotConfig& cfg = ctx.loaded.config;  // checked by CheckRecipe before the run began
   // Learner ranks (`--nproc`, SLURM, Kubernetes): rank 0 runs the rollouts and owns the run's
   // files and the policy endpoint; every rank trains on its shard of each step's episodes.
   auto comm = trainer::comm::ProcessCommunicator();

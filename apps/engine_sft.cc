@@ -19,35 +19,6 @@ namespace allot::apps {
 
 namespace {
 
-// Configs fail loudly (issue 12 part 9): a section the sft engine does not read is an error
-// naming it and where it was set. Checked on the recipe as written (a resumed run's config.yaml
-// is the resolved config, which lists every section).
-Status CheckSftSections(const std::string& source) {
-  auto root = config::LoadFile(source);
-  if (!root.ok()) return root.status();
-  static const std::set<std::string> kRead = {"run",     "logging", "checkpoint",
-                                              "trainer", "model",   "sft"};
-  std::string errors;
-  for (const auto& [key, node] : root->entries()) {
-    if (key == "include") continue;
-    if (kRead.count(key) == 0) {
-      errors += "\n  " + node.origin().ToString() + ": section '" + key +
-                "' is not read by the sft engine (trainer.algorithm: sft)";
-    }
-  }
-  const config::ConfigNode* sft = root->Find("sft");
-  const config::ConfigNode* epochs = sft == nullptr ? nullptr : sft->Find("epochs");
-  const config::ConfigNode* trainer = root->Find("trainer");
-  const config::ConfigNode* steps = trainer == nullptr ? nullptr : trainer->Find("total_steps");
-  if (epochs != nullptr && steps != nullptr && epochs->is_scalar() && epochs->scalar() != "0") {
-    errors += "\n  " + steps->origin().ToString() +
-              ": trainer.total_steps has no effect while sft.epochs is set (" +
-              epochs->origin().ToString() + ")";
-  }
-  if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
-  return Status::Ok();
-}
-
 int Fail(const Status& s) {
   std::cerr << "allot sft: " << s.message() << "\n";
   return kExitError;
@@ -55,16 +26,33 @@ int Fail(const Status& s) {
 
 }  // namespace
 
-Status CheckSftRecipe(const LoadedConfig& loaded) {
-  ALLOT_RETURN_IF_ERROR(CheckSftSections(loaded.source));
-  return trainer::ValidateSftConfig(loaded.config.sft);
+// Configs fail loudly (issue 12 part 9): a section the sft engine does not read is an error
+// naming it and where it was set; so is trainer.total_steps next to sft.epochs.
+Status CheckSftRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
+                      const std::string& source) {
+  static const std::set<std::string> kRead = {"run",     "logging", "checkpoint",
+                                              "trainer", "model",   "sft"};
+  std::string errors;
+  for (const auto& [key, node] : written.entries()) {
+    if (key == "include") continue;
+    if (kRead.count(key) == 0) {
+      errors += "\n  " + node.origin().ToString() + ": section '" + key +
+                "' is not read by the sft engine (trainer.algorithm: sft)";
+    }
+  }
+  const config::ConfigNode* section = written.Find("trainer");
+  const config::ConfigNode* steps = section == nullptr ? nullptr : section->Find("total_steps");
+  if (steps != nullptr && cfg.sft.epochs > 0) {
+    errors += "\n  " + steps->origin().ToString() +
+              ": trainer.total_steps has no effect while sft.epochs is set (" +
+              std::to_string(cfg.sft.epochs) + ")";
+  }
+  if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
+  return trainer::ValidateSftConfig(cfg.sft);
 }
 
 int RunSftEngine(RunContext& ctx) {
-  const AllotConfig& cfg = ctx.loaded.config;
-  if (!ctx.resume) {
-    if (Status s = CheckSftRecipe(ctx.loaded); !s.ok()) return Fail(s);
-  }
+  const AllotConfig& cfg = ctx.loaded.config;  // checked by CheckRecipe before the run began
   // Learner ranks (`--nproc`, SLURM, Kubernetes) split each step's examples and sum their
   // gradients; rank 0 alone writes metrics, checkpoints and the model.
   auto comm = trainer::comm::ProcessCommunicator();

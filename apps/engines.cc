@@ -6,6 +6,21 @@ int RunDqnEngine(RunContext& ctx);
 int RunSftEngine(RunContext& ctx);
 int RunGrpoEngine(RunContext& ctx);
 
+Status CheckRecipe(const LoadedConfig& loaded, const std::vector<std::string>& overrides,
+                   bool resume) {
+  config::ConfigNode written = config::ConfigNode::Map(config::Origin{"--set", 0, 0});
+  if (!resume) {
+    ALLOT_ASSIGN_OR_RETURN(written, config::LoadFile(loaded.source));
+  }
+  for (const auto& o : overrides) ALLOT_RETURN_IF_ERROR(config::ApplyOverride(written, o));
+  const std::string source = resume ? "--set (resume of " + loaded.source + ")" : loaded.source;
+  const std::string& algorithm = loaded.config.trainer.algorithm;
+  if (algorithm == "dqn") return CheckDqnRecipe(written, source);
+  if (algorithm == "grpo") return CheckGrpoRecipe(written, loaded.config, source);
+  if (algorithm == "sft") return CheckSftRecipe(written, loaded.config, source);
+  return Status::Ok();  // no engine: refused by FindTrainEngine
+}
+
 TrainEngine FindTrainEngine(const std::string& algorithm) {
   // One engine per trainer.algorithm; anything else is refused before a run directory exists.
   if (algorithm == "dqn") return &RunDqnEngine;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "apps/allot_config.h"
+#include "core/config/node.h"
 #include "core/run_directory.h"
 
 namespace allot::apps {
@@ -21,8 +23,22 @@ using TrainEngine = int (*)(RunContext& ctx);
 // nullptr when the algorithm's engine has not landed.
 TrainEngine FindTrainEngine(const std::string& algorithm);
 
-// The sft engine's config checks (sections it does not read, knobs without effect), for
-// `allot sft` to run before a run directory is created.
-Status CheckSftRecipe(const LoadedConfig& loaded);
+// Configs fail loudly (issue 12 part 9): a section or key the algorithm's engine does not read,
+// or a knob without effect in the chosen mode, is an error naming it and where it was set (a
+// file line, or "--set key"). `overrides` are the user's --set assignments. `allot train` and
+// `allot sft` check the recipe file with them; `allot resume` checks its own --set assignments
+// against the run's config (the recipe itself was checked when the run started). Run before a
+// run directory is created or ranks are launched.
+Status CheckRecipe(const LoadedConfig& loaded, const std::vector<std::string>& overrides,
+                   bool resume);
+
+// The engines' checks. `written`: what the user wrote (the recipe file and its --set
+// assignments, or on resume only the assignments); `cfg`: the resulting config, for the modes
+// that decide whether a knob has an effect. `source` names the recipe in messages.
+Status CheckDqnRecipe(const config::ConfigNode& written, const std::string& source);
+Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
+                       const std::string& source);
+Status CheckSftRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
+                      const std::string& source);
 
 }  // namespace allot::apps
