@@ -9,9 +9,12 @@
 #include "core/config/schema.h"
 #include "core/run_config.h"
 #include "core/status.h"
+#include "envs/atlas/atlas_config.h"
 #include "envs/coger/coger_config.h"
 #include "envs/datasets/jsonl_loader.h"
+#include "envs/deeptool/deeptool_config.h"
 #include "envs/datasets/sampler.h"
+#include "envs/r2/r2_config.h"
 #include "envs/rlot/rlot_config.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "envs/tools/rstkit.h"
@@ -33,12 +36,20 @@ struct EnvSection {
   envs::ChainMdpConfig chain;
   envs::coger::CogerSettings coger;  // CogER's router env; endpoints, rewards, tools: the recipe's
   envs::rlot::RlotEnvConfig rlot;  // RLoT's LLM logic blocks (dqn.distributed only)
+  envs::deeptool::DeepToolSettings deeptool;  // endpoints, rewards, tools: the recipe's
+  envs::r2::R2Settings r2;  // R2-Reasoner; the pool (endpoints), gpu, rewards: the recipe's
+  envs::atlas::AtlasSettings atlas;  // ATLAS (allot eval); endpoints, gpu: the recipe's
 
   void Describe(config::Visitor& v) {
-    v.Field("name", name, {.doc = "episode environment", .choices = {"chain", "rlot", "coger"}});
+    v.Field("name", name,
+            {.doc = "episode environment",
+             .choices = {"chain", "rlot", "coger", "deeptool", "r2", "atlas"}});
     v.Field("chain", chain);
     v.Field("coger", coger, {.doc = "CogER routing, CoTool, L_min and prompts (Sec. 4)"});
     v.Field("rlot", rlot, {.doc = "RLoT's LLM env; endpoints and prm default to the recipe's"});
+    v.Field("deeptool", deeptool, {.doc = "DeepTool's interleaved tool steps (Sec. 2.2-2.3)"});
+    v.Field("r2", r2, {.doc = "R2-Reasoner decomposer, allocator and execution (Sec. 3-4)"});
+    v.Field("atlas", atlas, {.doc = "ATLAS explore orchestrator (review page; allot eval)"});
   }
 };
 

@@ -18,6 +18,8 @@ void AddServiceCommands(CLI::App& app, int* exit_code);  // serve, rollout-worke
 void AddInfoCommands(CLI::App& app, int* exit_code);     // version
 void AddToolCommands(CLI::App& app, int* exit_code);     // tokenize, grade
 void AddTinyWorldCommands(CLI::App& app, int* exit_code);  // tinyworld generate
+void AddDeepToolCommands(CLI::App& app, int* exit_code);   // deeptool steps|sft|perturb
+void AddR2Commands(CLI::App& app, int* exit_code);  // r2 decomposer-data|allocator-data
 
 // Prints "allot <command>: <what> has not landed yet" and returns kExitNotLanded.
 int NotLanded(const char* command, const char* what);

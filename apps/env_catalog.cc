@@ -1,6 +1,9 @@
 #include "apps/env_catalog.h"
 
+#include "envs/atlas/atlas_env.h"
 #include "envs/coger/coger_env.h"
+#include "envs/deeptool/deeptool_env.h"
+#include "envs/r2/r2_env.h"
 #include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
 
@@ -19,6 +22,9 @@ const std::vector<Registration>& Registrations() {
       {{"chain", EnvKind::kNavigator}, &envs::RegisterChainEnv},
       {{"rlot", EnvKind::kNavigator}, &envs::rlot::RegisterRlotEnv},
       {{"coger", EnvKind::kLlmPolicy}, &envs::coger::RegisterCogerEnv},
+      {{"deeptool", EnvKind::kLlmPolicy}, &envs::deeptool::RegisterDeepToolEnv},
+      {{"r2", EnvKind::kLlmPolicy}, &envs::r2::RegisterR2Env},
+      {{"atlas", EnvKind::kLlmPolicy}, &envs::atlas::RegisterAtlasEnv},
   };
   return kAll;
 }

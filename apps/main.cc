@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   allot::apps::AddConfigCommands(app, &exit_code);
   allot::apps::AddToolCommands(app, &exit_code);
   allot::apps::AddTinyWorldCommands(app, &exit_code);
+  allot::apps::AddDeepToolCommands(app, &exit_code);
+  allot::apps::AddR2Commands(app, &exit_code);
   allot::apps::AddInfoCommands(app, &exit_code);
   // Commands run inside parse(); anything they let escape, here or on another thread, ends the
   // process with one line and exit code 1 instead of SIGABRT and a core dump.
