@@ -160,6 +160,7 @@ struct EvalArgs {
   std::string json;
   std::string method = "navigator";  // rlot: navigator | direct | fixed:<blocks>
   std::string keep_hard;  // rlot: write the problems answered wrong directly here
+  std::string adapter;    // coger: the router's LoRA adapter on its endpoint
   trainer::NavigatorEvalOptions options;
 };
 
@@ -178,10 +179,9 @@ int Eval(const EvalArgs& a) {
     if (loaded->config.env.name == "coger") {  // CogER: router vs L1..L4 vs random (Table 4)
       const AllotConfig& cfg = loaded->config;
       envs::coger::CogerEnvConfig cc{cfg.env.coger, cfg.endpoints, cfg.gpu, cfg.rewards, cfg.tools};
-      return envs::coger::RunCogerEvalCommand(cc, cfg.eval_data,
-                                              a.method == "navigator" ? "" : a.method,
-                                              a.options.episodes, a.options.seed, a.json,
-                                              std::cout, std::cerr);
+      return envs::coger::RunCogerEvalCommand(
+          cc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter, a.options.episodes,
+          a.options.seed, a.json, std::cout, std::cerr);
     }
     if (loaded->config.env.name == "atlas") {  // ATLAS: orchestrator vs integrator ablation
       const AllotConfig& cfg = loaded->config;
@@ -287,6 +287,9 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "
                    "(RLoT's training set) to this JSONL file");
+  eval->add_option("--adapter", ev->adapter,
+                   "coger: route with this LoRA adapter of the router endpoint (a trained "
+                   "router, e.g. policy-v40: the last version a grpo run published)");
   eval->callback([=] { *exit_code = Eval(*ev); });
 
   struct ExportArgs {

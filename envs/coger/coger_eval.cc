@@ -156,8 +156,9 @@ void PrintCogerEval(const std::vector<CogerMethodResult>& results, std::ostream&
 }
 
 int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetConfig& data,
-                        const std::string& method, int64_t limit, uint64_t seed,
-                        const std::string& json_path, std::ostream& out, std::ostream& err) {
+                        const std::string& method, const std::string& adapter, int64_t limit,
+                        uint64_t seed, const std::string& json_path, std::ostream& out,
+                        std::ostream& err) {
   auto fail = [&](const Status& s) {
     err << "allot eval: " << s.ToString() << "\n";
     return 1;
@@ -168,6 +169,7 @@ int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetCon
   CogerEvalOptions options;
   options.limit = limit;
   options.seed = seed;
+  options.adapter = adapter;
   if (!method.empty() && method != "all") {
     std::stringstream ss(method);
     for (std::string m; std::getline(ss, m, ',');) options.methods.push_back(m);

@@ -52,10 +52,12 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
 void PrintCogerEval(const std::vector<CogerMethodResult>& results, std::ostream& out);
 
 // `allot eval` on a CogER recipe: loads `data`, runs `method` ("" or "all": every method;
-// else a comma-separated list), prints the table and writes JSON to `json_path` when set.
+// else a comma-separated list), prints the table and writes JSON to `json_path` when set. A
+// non-empty `adapter` routes with that LoRA adapter of the router endpoint (a trained router).
 // Returns the process exit code (0, or 1 with the error on `err`).
 int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetConfig& data,
-                        const std::string& method, int64_t limit, uint64_t seed,
-                        const std::string& json_path, std::ostream& out, std::ostream& err);
+                        const std::string& method, const std::string& adapter, int64_t limit,
+                        uint64_t seed, const std::string& json_path, std::ostream& out,
+                        std::ostream& err);
 
 }  // namespace allot::envs::coger
