@@ -15,7 +15,7 @@ bool Parse(const std::string& body, GenerateRequest* out, ApiError* error) {
                               /*default_max_tokens=*/16, out, error);
 }
 
-// Found by the llm_serve_request_fuzz target under UBSan: 2^63 written as a float passed the
+// Shown by UBSan in the llm_serve_request_fuzz target: 2^63 written as a float passed the
 // range check against INT64_MAX (compared as doubles, where INT64_MAX rounds up to 2^63) and
 // was then converted to int64_t, which is undefined.
 TEST(ApiRequestTest, IntegerFieldsAreRangeCheckedInTheirOwnType) {
