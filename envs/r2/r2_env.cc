@@ -193,6 +193,11 @@ Result<std::unique_ptr<R2Env>> R2Env::FromConfigText(const std::string& text) {
   return Create(std::move(config));
 }
 
+std::string R2Env::ConfigText() const {
+  R2EnvConfig copy = config_;
+  return config::ToYaml(copy);
+}
+
 int R2Env::Rank(const std::string& model) const {
   for (size_t i = 0; i < pool_.size(); ++i) {
     if (pool_[i] == model) return static_cast<int>(i);

@@ -82,6 +82,9 @@ class R2Env : public runtime::Env {
   llm::Client& client() const { return *client_; }
   rewards::AnswerFormat default_format() const { return default_format_; }
 
+  // YAML a worker rebuilds this env from (prompt texts inline; keys by variable name only).
+  std::string ConfigText() const;
+
   // The allocator prompt for `k` subtasks (the pool listed with its groups).
   Result<std::string> AllocatorPrompt(size_t k) const;
 
