@@ -1,14 +1,234 @@
 #!/usr/bin/env bash
-# Sets up (dependencies and build), then runs the main job on the embedded default.
+# The quickstart: sets up (dependencies and build), makes the tiny world's data, serves every
+# tier of the tiny model pool with `allot serve`, starts two rollout workers, and trains the
+# CogER router (configs/quickstart/coger.yaml) with GRPO + LoRA. Before and after training it
+# evaluates the fixed levels L1..L4, random routing and the router on the test split, prints
+# the table and writes quickstart.png (reward curve, cost-accuracy points) into the run
+# directory. Servers and workers are stopped on exit, on failure and on Ctrl-C.
+#
+# Usage: scripts/quickstart.sh [options]
+#   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a recipe
+#                       other than coger is trained (allot train) against the same servers
+#   --no-setup          skip scripts/setup.sh (dependencies and build)
+#   --steps N           override trainer.total_steps
+#   --eval-items N      test items per evaluation (default 120, spread over every difficulty)
+#   --pool DIR          the tiers, one model directory each (default assets/tinyworld/pool)
+#   --out DIR           run directory (default runs/quickstart-<time>)
+#   --set KEY=VALUE     passed to allot train (repeatable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
+recipe=coger
+setup=1
+steps=""
+eval_items=120
+pool=${ALLOT_TW_POOL:-assets/tinyworld/pool}
+run_dir=""
+overrides=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --recipe) recipe=$2; shift 2 ;;
+    --no-setup) setup=0; shift ;;
+    --steps) steps=$2; shift 2 ;;
+    --eval-items) eval_items=$2; shift 2 ;;
+    --pool) pool=$2; shift 2 ;;
+    --out) run_dir=$2; shift 2 ;;
+    --set) overrides+=(--set "$2"); shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "quickstart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [[ -f $recipe ]]; then
+  recipe_file=$recipe
+  recipe=$(basename "$recipe" .yaml)
+else
+  recipe_file=configs/quickstart/$recipe.yaml
+fi
+if [[ ! -f $recipe_file ]]; then
+  echo "quickstart.sh: no recipe $recipe_file (have: $(ls configs/quickstart | tr '\n' ' '))" >&2
+  exit 2
+fi
 
-ALLOT=${ALLOT_BUILD_DIR:-build}/apps/allot
+if [[ $setup == 1 ]]; then bash scripts/setup.sh; fi
+ALLOT=${ALLOT:-${ALLOT_BUILD_DIR:-build}/apps/allot}
+[[ -x $ALLOT ]] || { echo "quickstart.sh: $ALLOT not found (run scripts/setup.sh)" >&2; exit 1; }
+ALLOT=$(realpath "$ALLOT")
+tools=scripts/quickstart_tools.py
+
+run_dir=${run_dir:-runs/quickstart-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$run_dir/logs" "$run_dir/eval"
+run_dir=$(realpath "$run_dir")
+logs=$run_dir/logs
+export ALLOT_QS_RUN_DIR=$run_dir
+say() { echo "==> [quickstart $(date +%H:%M:%S)] $*"; }
+started=$(date +%s)
+
+# --- cleanup: every process started here is stopped on exit, failure, Ctrl-C or TERM ---------
+pids=()
+cleanup() {
+  local code=$?
+  trap - EXIT INT TERM
+  if [[ ${#pids[@]} -gt 0 ]]; then
+    kill -TERM "${pids[@]}" 2> /dev/null || true
+    for _ in $(seq 50); do
+      local alive=0
+      for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && alive=1; done
+      [[ $alive == 0 ]] && break
+      sleep 0.1
+    done
+    kill -KILL "${pids[@]}" 2> /dev/null || true
+    wait 2> /dev/null || true
+    echo "==> [quickstart] stopped ${#pids[@]} processes (logs: $logs)" >&2
+  fi
+  exit "$code"
+}
+trap cleanup EXIT
+trap 'echo "==> [quickstart] interrupted" >&2; exit 130' INT
+trap 'exit 143' TERM
+
+# Runs a command in the background, recorded for cleanup, and waits for it: a trapped signal
+# interrupts `wait` at once (a foreground child would delay the trap until it exits).
+run() {
+  "$@" &
+  local pid=$!
+  pids+=("$pid")
+  wait "$pid"
+}
+
+# --- data --------------------------------------------------------------------------------
+data=${ALLOT_TINYWORLD_DIR:-runs/tinyworld/data}
+# Regenerated only when it differs from the manifest: rewriting the corpus would make every
+# process that opens the knowledge base at once re-stamp its search index.
+if python3 "$tools" data-ok "$data" configs/tinyworld/manifest.json; then
+  say "tiny world data: $data (matches configs/tinyworld/manifest.json)"
+else
+  say "tiny world data -> $data"
+  ALLOT=$ALLOT ALLOT_TINYWORLD_DIR=$data bash scripts/make_tiny_world.sh > "$logs/data.log" 2>&1 ||
+    { tail -5 "$logs/data.log" >&2; exit 1; }
+fi
+export ALLOT_TINYWORLD_DIR=$(realpath "$data")
+python3 "$tools" split-data "$ALLOT_TINYWORLD_DIR/test.jsonl" "$ALLOT_TINYWORLD_DIR/train.jsonl" \
+  "$run_dir" "$eval_items" 0
+export ALLOT_QS_TRAIN_DATA=$run_dir/train.jsonl ALLOT_QS_EVAL_DATA=$run_dir/eval.jsonl
+
+# --- servers: one `allot serve` per tier, on free ports ------------------------------------
+needs_llm=1
+[[ $recipe == chain ]] && needs_llm=0
+if [[ $needs_llm == 1 ]]; then
+  [[ -d $pool ]] || { echo "quickstart.sh: no model pool in $pool (see --pool)" >&2; exit 1; }
+  export ALLOT_TW_POOL=$(realpath "$pool")
+  tiers=()
+  for dir in "$ALLOT_TW_POOL"/*/; do
+    [[ -f $dir/config.json ]] && tiers+=("$(basename "$dir")")
+  done
+  [[ ${#tiers[@]} -gt 0 ]] || { echo "quickstart.sh: no tier directories in $pool" >&2; exit 1; }
+  say "serving ${#tiers[@]} tiers: ${tiers[*]}"
+  declare -A serve_pid
+  for t in "${tiers[@]}"; do
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$ALLOT" serve --model "$ALLOT_TW_POOL/$t" --port 0 \
+      --served-model-name "$t" --threads 1 > "$logs/serve-$t.log" 2>&1 &
+    pids+=($!)
+    serve_pid[$t]=$!
+  done
+  for t in "${tiers[@]}"; do
+    url=""
+    for _ in $(seq 600); do
+      url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$logs/serve-$t.log")
+      [[ -n $url ]] && break
+      kill -0 "${serve_pid[$t]}" 2> /dev/null || break
+      sleep 0.1
+    done
+    [[ -n $url ]] || { echo "quickstart.sh: allot serve for $t did not start:" >&2;
+                       tail -5 "$logs/serve-$t.log" >&2; exit 1; }
+    python3 "$tools" wait-http "$url/health" 60 || exit 1
+    var=ALLOT_TW_$(echo "$t" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
+    export "$var=$url"
+    echo "    $t: $url ($var)"
+  done
+
+  # --- two rollout workers ----------------------------------------------------------------
+  for w in A B; do
+    rm -f "$logs/worker-$w.addr"
+    OMP_NUM_THREADS=1 "$ALLOT" rollout-worker -c "$recipe_file" --listen 127.0.0.1:0 \
+      --set rollout.worker.metrics_listen=127.0.0.1:0 \
+      --set "rollout.worker.port_file=$logs/worker-$w.addr" > "$logs/worker-$w.log" 2>&1 &
+    pids+=($!)
+  done
+  for w in A B; do
+    for _ in $(seq 300); do [[ -s $logs/worker-$w.addr ]] && break; sleep 0.1; done
+    [[ -s $logs/worker-$w.addr ]] || { echo "quickstart.sh: rollout worker $w did not start:" >&2;
+                                       tail -5 "$logs/worker-$w.log" >&2; exit 1; }
+    export "ALLOT_QS_WORKER_$w=$(tr -d '\n' < "$logs/worker-$w.addr")"
+  done
+  say "rollout workers: $ALLOT_QS_WORKER_A $ALLOT_QS_WORKER_B"
+fi
+
+"$ALLOT" config validate "$recipe_file" > /dev/null
+train_args=(train -c "$recipe_file" --set "run.output_dir=$run_dir" --name train "${overrides[@]}")
+[[ -n $steps ]] && train_args+=(--set "trainer.total_steps=$steps")
+
+if [[ $recipe != coger ]]; then
+  say "allot ${train_args[*]}"
+  run "$ALLOT" "${train_args[@]}"
+  say "done in $(( $(date +%s) - started )) s: $run_dir/train"
+  exit 0
+fi
+
+# --- CogER: evaluate, train, evaluate ------------------------------------------------------
+# Each method is its own `allot eval` process, so that the servers batch them together.
+evaluate() {  # evaluate PHASE ADAPTER METHOD...
+  local phase=$1 adapter=$2 m
+  shift 2
+  local eval_pids=()
+  for m in "$@"; do
+    "$ALLOT" eval "$run_dir" -c "$recipe_file" --method "$m" --episodes "$eval_items" \
+      ${adapter:+--adapter "$adapter"} --json "$run_dir/eval/$phase-$m.json" \
+      > "$logs/eval-$phase-$m.log" 2>&1 &
+    pids+=($!)
+    eval_pids+=($!)
+  done
+  for p in "${eval_pids[@]}"; do
+    wait "$p" || { echo "quickstart.sh: allot eval failed; see $logs/eval-$phase-*.log" >&2;
+                   exit 1; }
+  done
+}
+say "before training: fixed levels L1..L4, random routing and the untrained router on" \
+    "$eval_items test items"
+evaluate before "" L1 L2 L3 L4 random router
+say "training the router: allot ${train_args[*]}"
+run "$ALLOT" "${train_args[@]}"
+policy=$(sed -n 's/^  policy_endpoint: *//p' "$run_dir/train/config.yaml" | head -1)
+policy_url_var=ALLOT_TW_$(echo "$policy" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
+adapter=$(python3 "$tools" latest-adapter "${!policy_url_var}" policy)
+say "after training: the router with adapter $adapter"
+evaluate after "$adapter" router
+
 echo
-echo "==> [quickstart] allot config validate configs/quickstart.yaml"
-"$ALLOT" config validate configs/quickstart.yaml
-echo "==> [quickstart] allot train --config configs/quickstart.yaml"
-run_name="quickstart-$(date +%Y%m%d-%H%M%S)"
-"$ALLOT" train --config configs/quickstart.yaml --name "$run_name" "$@"
+python3 "$tools" table "$run_dir" "$run_dir"/eval/before-*.json -- "$run_dir/eval/after-router.json"
+echo "(means per query over $eval_items test items; cost from the pool's prices, energy from" \
+     "FLOPs on the recipe's GPU profile)"
+
+# --- the plot: reward curve and cost-accuracy points ---------------------------------------
+python3 "$tools" reward-data "$run_dir/train/metrics.jsonl" "$run_dir/reward.dat"
+if command -v gnuplot > /dev/null; then
+  gnuplot > "$logs/gnuplot.log" 2>&1 << EOF || echo "gnuplot failed: see $logs/gnuplot.log"
+set terminal png size 1200,500 noenhanced
+set output '$run_dir/quickstart.png'
+set multiplot layout 1,2
+set title 'GRPO reward (mean per step)'
+set xlabel 'step'
+set ylabel 'reward'
+plot '$run_dir/reward.dat' using 1:2 with linespoints notitle
+set title 'accuracy vs cost per query (test items)'
+set xlabel 'cost per query (USD)'
+set ylabel 'accuracy'
+set offsets graph 0.1, graph 0.25, graph 0.1, graph 0.1
+plot '$run_dir/points.dat' using 2:3 with points pt 7 ps 1.5 notitle, \
+     '' using 2:3:1 with labels offset 1,0.8 left notitle
+unset multiplot
+EOF
+  [[ -f $run_dir/quickstart.png ]] && echo "plot: $run_dir/quickstart.png"
+else
+  echo "gnuplot not installed: no plot (the data is in $run_dir/reward.dat and points.dat)"
+fi
+say "done in $(( $(date +%s) - started )) s (set-up excluded): $run_dir"

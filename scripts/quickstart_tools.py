@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Helpers of scripts/quickstart.sh (standard library only).
+
+  data-ok DIR MANIFEST                   exit 0 when every file of MANIFEST is in DIR unchanged
+  split-data TEST TRAIN OUT_DIR N SEED   eval subset (N items spread over every difficulty) and
+                                         a seeded shuffle of the training items
+  wait-http URL SECONDS                  until GET URL answers 200
+  latest-adapter BASE_URL PREFIX         the newest "<PREFIX>-v<N>" listed by BASE_URL/v1/models
+  table OUT BEFORE.json... -- AFTER.json...
+                                         the before/after table (text) and points.dat for the plot
+  reward-data METRICS OUT                step and reward/mean from metrics.jsonl
+"""
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+def data_ok(data_dir, manifest):
+    with open(manifest) as f:
+        files = json.load(f).get("files", {})
+    for name, entry in files.items():
+        path = os.path.join(data_dir, name)
+        if not os.path.isfile(path):
+            return 1
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        if h.hexdigest() != entry.get("sha256"):
+            return 1
+    return 0 if files else 1
+
+
+def split_data(test, train, out_dir, n, seed):
+    with open(test) as f:
+        items = [line for line in f if line.strip()]
+    n = min(int(n), len(items))
+    # The test split is ordered by difficulty: a stride keeps every bucket in the subset.
+    subset = [items[(i * len(items)) // n] for i in range(n)]
+    with open(f"{out_dir}/eval.jsonl", "w") as f:
+        f.writelines(subset)
+    with open(train) as f:
+        rows = [line for line in f if line.strip()]
+    random.Random(int(seed)).shuffle(rows)  # GRPO draws prompts in file order
+    with open(f"{out_dir}/train.jsonl", "w") as f:
+        f.writelines(rows)
+    print(f"eval subset: {len(subset)} of {len(items)} test items; train: {len(rows)} shuffled")
+
+
+def wait_http(url, seconds):
+    deadline = time.time() + float(seconds)
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return 0
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        time.sleep(0.2)
+    print(f"{url}: no answer within {seconds} s", file=sys.stderr)
+    return 1
+
+
+def latest_adapter(base_url, prefix):
+    with urllib.request.urlopen(base_url.rstrip("/") + "/v1/models", timeout=10) as r:
+        models = json.load(r).get("data", [])
+    best, best_v = None, -1
+    for m in models:
+        name = m.get("id", "")
+        head = prefix + "-v"
+        if name.startswith(head) and name[len(head):].isdigit():
+            v = int(name[len(head):])
+            if v > best_v:
+                best, best_v = name, v
+    if best is None:
+        print(f"{base_url}: no adapter named {prefix}-v<N> is served", file=sys.stderr)
+        return 1
+    print(best)
+    return 0
+
+
+def load_results(paths):
+    out = []
+    for p in paths:
+        with open(p) as f:
+            out.extend(json.load(f))
+    return out
+
+
+def table(out_dir, args):
+    split = args.index("--")
+    before, after = load_results(args[:split]), load_results(args[split + 1:])
+    rows = [("fixed " + r["method"] if r["method"].startswith("L") else r["method"], r)
+            for r in before if r["method"] != "router"]
+    rows += [("router (untrained)", r) for r in before if r["method"] == "router"]
+    rows += [("router (trained)", r) for r in after if r["method"] == "router"]
+    lines = [f"{'method':<20} {'n':>4} {'accuracy':>8} {'failed':>6} {'cost $/query':>13} "
+             f"{'energy J/query':>14} {'latency s':>9}  levels L1/L2/L3/L4"]
+    with open(f"{out_dir}/points.dat", "w") as pts:
+        for label, r in rows:
+            lv = r["levels"]
+            lines.append(
+                f"{label:<20} {r['episodes']:>4} {r['accuracy']:>8.3f} {r['failed']:>6} "
+                f"{r['mean_cost_usd']:>13.3e} {r['mean_energy_j']:>14.3e} "
+                f"{r['mean_latency_s']:>9.3f}  {lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
+            pts.write(f"\"{label}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
+    text = "\n".join(lines) + "\n"
+    with open(f"{out_dir}/table.txt", "w") as f:
+        f.write(text)
+    print(text, end="")
+    return 0
+
+
+def reward_data(metrics, out):
+    with open(metrics) as f, open(out, "w") as o:
+        for line in f:
+            try:
+                j = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "reward/mean" in j:
+                o.write(f"{j.get('step', 0)} {j['reward/mean']}\n")
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, args = argv[1], argv[2:]
+    if cmd == "data-ok" and len(args) == 2:
+        return data_ok(*args)
+    if cmd == "split-data" and len(args) == 5:
+        split_data(*args)
+        return 0
+    if cmd == "wait-http" and len(args) == 2:
+        return wait_http(*args)
+    if cmd == "latest-adapter" and len(args) == 2:
+        return latest_adapter(*args)
+    if cmd == "table" and len(args) >= 3 and "--" in args:
+        return table(args[0], args[1:])
+    if cmd == "reward-data" and len(args) == 2:
+        return reward_data(*args)
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
