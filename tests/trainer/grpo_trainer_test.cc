@@ -22,9 +22,11 @@
 #include "tests/models/tiny_model.h"
 #include "tests/trainer/gloo_ranks.h"
 #include "tests/trainer/tag_env.h"
+#include "trainer/grpo/grpo_optim.h"
 #include "trainer/grpo/grpo_trainer.h"
 #include "trainer/grpo/policy_update.h"
 #include "trainer/grpo/step_batch.h"
+#include "trainer/optim/lr_schedule.h"
 
 namespace allot::trainer::grpo {
 namespace {
@@ -221,6 +223,12 @@ TEST(GrpoResumeIntegrationTest, KilledRunResumesFromItsCheckpoint) {
   const std::string ckpt = base + "/killed/checkpoints/" + CheckpointStore::StepDirName(kResumeN);
   ASSERT_TRUE(std::filesystem::exists(base + "/killed/adapters/v" + std::to_string(kResumeN + 2) +
                                       "/adapter_config.json"));
+  // AdamW's state as trainer/optim writes it, and nothing in flight in the dispatcher's ledger.
+  EXPECT_TRUE(std::filesystem::exists(ckpt + "/optimizer.safetensors"));
+  {
+    std::ifstream state(ckpt + "/state.json");
+    EXPECT_EQ(nlohmann::json::parse(state).value("ledger_open", int64_t{-1}), 0);
+  }
 
   ServedTinyModel served(1);
   auto resumed = GrpoTrainer::Create(ResumeRunOptions(served, base + "/killed", 99));
@@ -361,6 +369,166 @@ TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
   ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m, &ref_passes).ok());
   EXPECT_EQ(ref_passes, 2);  // one per micro-batch
   EXPECT_GE(m.kl, 0.0);
+}
+
+// --- optimiser, dynamic sampling, the ledger -----------------------------------------------------
+
+// The grpo keys a recipe sets become trainer/optim's AdamW groups and schedule: the learner's lr
+// at a few steps is what the recipe says (warmup from 0, then cosine to 0 over total_steps).
+TEST(GrpoOptimTest, ScheduleIsTheRecipes) {
+  GrpoConfig g;
+  g.lr = 1e-3;
+  g.lr_schedule = "cosine";
+  g.warmup_ratio = 0.2;
+  g.weight_decay = 0.1;
+  const OptimConfig o = GrpoOptimConfig(g);
+  EXPECT_EQ(o.lr, 1e-3);
+  EXPECT_EQ(o.schedule, "cosine");
+  EXPECT_EQ(o.weight_decay, 0.1);
+  EXPECT_EQ(o.max_grad_norm, g.max_grad_norm);
+  auto schedule = LrSchedule::Create(o, 10);
+  ASSERT_TRUE(schedule.ok());
+  EXPECT_EQ(schedule->warmup_steps(), 2);
+  EXPECT_DOUBLE_EQ(schedule->LrAt(0), 0.0);
+  EXPECT_DOUBLE_EQ(schedule->LrAt(1), 5e-4);
+  EXPECT_DOUBLE_EQ(schedule->LrAt(2), 1e-3);
+  EXPECT_NEAR(schedule->LrAt(6), 5e-4, 1e-12);  // halfway through the decay
+  EXPECT_NEAR(schedule->LrAt(10), 0.0, 1e-12);
+  g.lr_schedule = "linear";
+  g.warmup_ratio = 0.0;
+  auto linear = LrSchedule::Create(GrpoOptimConfig(g), 4);
+  ASSERT_TRUE(linear.ok());
+  EXPECT_DOUBLE_EQ(linear->LrAt(0), 1e-3);
+  EXPECT_DOUBLE_EQ(linear->LrAt(1), 7.5e-4);  // DeepTool: linear, no warmup
+}
+
+// The trainer's own schedule (what each step logs as lr and applies): the recipe's.
+TEST(GrpoOptimIntegrationTest, TrainerAppliesTheRecipesSchedule) {
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string model_dir = llm::serve::testing::WriteServableTinyModel("grpo_sched", 7);
+  auto o = TagRunOptions(model_dir, "http://127.0.0.1:1", models::testing::MakeTempDir("grpo_s"));
+  o.total_steps = 10;
+  o.grpo.lr = 1e-3;
+  o.grpo.lr_schedule = "cosine";
+  o.grpo.warmup_ratio = 0.2;
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_DOUBLE_EQ((*t)->LearningRateAt(0), 0.0);
+  EXPECT_DOUBLE_EQ((*t)->LearningRateAt(1), 5e-4);
+  EXPECT_DOUBLE_EQ((*t)->LearningRateAt(2), 1e-3);
+  EXPECT_NEAR((*t)->LearningRateAt(6), 5e-4, 1e-12);
+  // A warmup that leaves no decay is refused, naming the knob.
+  o.grpo.warmup_ratio = 1.0;
+  auto bad = GrpoTrainer::Create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("grpo.warmup_ratio"), std::string::npos)
+      << bad.status().message();
+}
+
+// Prompts cycle flat, normal, normal: with two groups a step, the flat group of each step has zero
+// reward variance and is dropped, one replacement is drawn, and the step trains on two groups.
+GrpoRunOptions DynamicSamplingOptions(const ServedTinyModel& served, const std::string& run,
+                                      uint64_t seed) {
+  auto o = TagRunOptions(served.model_dir(), served.url(), run);
+  o.seed = seed;
+  o.grpo.lora.seed = seed;
+  o.grpo.group_size = 4;
+  o.grpo.dynamic_sampling = true;
+  o.grpo.max_refill_groups = 2;
+  o.prompts = {R"({"prompt": "<question_level>L", "flat": true})",
+               R"({"prompt": "<question_level>L"})", R"({"prompt": "<question_level>L"})"};
+  return o;
+}
+
+std::vector<nlohmann::json> MetricLines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(GrpoDynamicSamplingIntegrationTest, ZeroVarianceGroupsAreDroppedAndRefilled) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  ServedTinyModel served(1);
+  const std::string run = models::testing::MakeTempDir("grpo_dyn");
+  auto o = DynamicSamplingOptions(served, run, 11);
+  o.total_steps = 2;
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto metrics = MetricsWriter::Open(run + "/metrics.jsonl", "");
+  ASSERT_TRUE(metrics.ok());
+  auto summary = (*t)->Run(metrics->get(), nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  metrics->reset();
+  const auto lines = MetricLines(run + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& j : lines) {
+    EXPECT_EQ(j.value("groups/zero_variance", -1.0), 1.0) << j.dump();
+    EXPECT_EQ(j.value("groups/dropped", -1.0), 1.0) << j.dump();
+    EXPECT_EQ(j.value("episodes", -1.0), 12.0) << j.dump();  // 3 groups of 4 drawn
+    // The refill filled the batch: two groups of 4 trained (nothing else is dropped here).
+    EXPECT_GT(j.value("trained_tokens", 0.0), 0.0);
+  }
+  // Three groups drawn per step (two, then one replacement): the cursor the checkpoint keeps.
+  std::ifstream state(run + "/checkpoints/" + CheckpointStore::StepDirName(2) + "/state.json");
+  const auto j = nlohmann::json::parse(state);
+  EXPECT_EQ(j.value("cursor", int64_t{-1}), 6);
+  EXPECT_EQ(j.value("ledger_open", int64_t{-1}), 0);  // refills included, nothing in flight
+}
+
+// Exact resume with refills on: 2 steps, then a learner built from another seed resumes and runs
+// 2 more; it ends bit-identical to 4 straight steps (the refills a step draws are a function of
+// the cursor and the seeded samples, not of the order groups arrive in). Each run gets its own
+// endpoint, as a restarted learner would.
+void ExpectResumeMatchesStraight(bool dynamic_sampling) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_dyn_resume");
+  auto options = [&](const ServedTinyModel& served, const std::string& run, uint64_t seed) {
+    auto o = DynamicSamplingOptions(served, run, seed);
+    o.grpo.dynamic_sampling = dynamic_sampling;
+    if (!dynamic_sampling) {
+      o.grpo.max_refill_groups = GrpoConfig().max_refill_groups;
+      o.prompts = {R"({"prompt": "<question_level>L"})"};
+    }
+    o.total_steps = 4;
+    o.checkpoint_every = 2;
+    return o;
+  };
+  ServedTinyModel served_straight(1);
+  auto straight = GrpoTrainer::Create(options(served_straight, base + "/straight", 11));
+  ASSERT_TRUE(straight.ok());
+  ASSERT_TRUE((*straight)->Run(nullptr, nullptr).ok());
+  {
+    ServedTinyModel served(1);
+    auto first = options(served, base + "/run", 11);
+    first.total_steps = 2;  // stops after step 2's checkpoint (constant lr: same schedule)
+    auto t = GrpoTrainer::Create(first);
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE((*t)->Run(nullptr, nullptr).ok());
+  }
+  ServedTinyModel served(1);
+  auto resumed = GrpoTrainer::Create(options(served, base + "/run", 99));
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_FALSE(SameAdapter((*resumed)->policy(), (*straight)->policy()));
+  auto at = (*resumed)->Resume();
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  EXPECT_EQ(*at, 2);
+  auto rest = (*resumed)->Run(nullptr, nullptr);
+  ASSERT_TRUE(rest.ok()) << rest.status().message();
+  EXPECT_EQ(rest->steps_this_run, 2);
+  EXPECT_TRUE(SameAdapter((*straight)->policy(), (*resumed)->policy()))
+      << "dynamic_sampling " << dynamic_sampling;
+}
+
+TEST(GrpoDynamicSamplingIntegrationTest, ResumeIsExactWithRefills) {
+  ExpectResumeMatchesStraight(/*dynamic_sampling=*/true);
+}
+
+TEST(GrpoDynamicSamplingIntegrationTest, ResumeIsExactWithoutRefills) {
+  ExpectResumeMatchesStraight(/*dynamic_sampling=*/false);
 }
 
 // --- data-parallel learner ranks ----------------------------------------------------------------

@@ -72,7 +72,10 @@ class TagEnv : public rollout::Env {
     auto* r2 = t.add_rewards();
     r2->set_name("accuracy");
     r2->set_value(accuracy);
-    t.set_reward(alphabet);
+    // An item with "flat": true rewards every episode 0: its group has zero variance (dynamic
+    // sampling tests).
+    const bool flat = item.is_object() && item.value("flat", false);
+    t.set_reward(flat ? 0.0 : alphabet);
     auto* acc = t.mutable_accounting();
     acc->set_prompt_tokens(static_cast<uint64_t>(prompt_ids.size()));
     acc->set_completion_tokens(static_cast<uint64_t>(choice.token_ids.size()));

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/checkpoint_store.h"
 #include "llm/client.h"
 #include "models/peft.h"
@@ -24,12 +25,16 @@
 #include "trainer/grpo/advantages.h"
 #include "trainer/grpo/alternation.h"
 #include "trainer/grpo/grpo_metrics.h"
+#include "trainer/grpo/grpo_optim.h"
 #include "trainer/grpo/lagrange_multiplier.h"
 #include "trainer/grpo/overlong_shaping.h"
 #include "trainer/grpo/policy_loss.h"
 #include "trainer/grpo/policy_update.h"
 #include "trainer/grpo/rollout_batch.h"
 #include "trainer/grpo/step_batch.h"
+#include "trainer/optim/adamw.h"
+#include "trainer/optim/lr_schedule.h"
+#include "trainer/optim/optimizer_state.h"
 
 namespace allot::trainer::grpo {
 
@@ -39,7 +44,8 @@ using Clock = std::chrono::steady_clock;
 struct GrpoTrainer::State {
   GrpoRunOptions options;
   models::CausalLM model{nullptr};
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<torch::optim::AdamW> optimizer;  // trainer/optim: MakeAdamW
+  std::unique_ptr<LrSchedule> schedule;            // over GRPO steps (trainer.total_steps)
   std::unique_ptr<llm::Client> client;
   std::unique_ptr<AdapterPublisher> publisher;
   LagrangeMultiplier lagrange{0.0, 0.0};
@@ -78,15 +84,16 @@ int64_t PolicyLag(const v1::Trajectory& t, uint64_t current) {
   return lag;
 }
 
-double LearningRate(const GrpoConfig& g, int64_t step, int64_t total) {
-  const double warmup = std::floor(g.warmup_ratio * static_cast<double>(total));
-  const double s = static_cast<double>(step);
-  if (warmup > 0 && s < warmup) return g.lr * (s + 1.0) / warmup;
-  const double span = std::max(1.0, static_cast<double>(total) - warmup);
-  const double progress = std::clamp((s - warmup) / span, 0.0, 1.0);
-  if (g.lr_schedule == "linear") return g.lr * (1.0 - progress);
-  if (g.lr_schedule == "cosine") return g.lr * 0.5 * (1.0 + std::cos(M_PI * progress));
-  return g.lr;
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+
+// The LoRA tensors by name, in the model's order, for MakeAdamW (all of them rank 2: one group
+// with weight decay).
+NamedParameters LoraNamed(models::CausalLMImpl& model) {
+  NamedParameters out;
+  int i = 0;
+  for (const at::Tensor& p : model.LoraParameters())
+    out.emplace_back("lora." + std::to_string(i++), p);
+  return out;
 }
 
 Status WriteText(const std::string& path, const std::string& text) {
@@ -104,6 +111,7 @@ GrpoTrainer::~GrpoTrainer() = default;
 int64_t GrpoTrainer::step() const { return s_->step; }
 uint64_t GrpoTrainer::policy_version() const { return s_->version; }
 models::CausalLMImpl& GrpoTrainer::policy() { return *s_->model; }
+double GrpoTrainer::LearningRateAt(int64_t step) const { return s_->schedule->LrAt(step); }
 
 Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options) {
   auto st = std::make_unique<State>();
@@ -117,6 +125,7 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   ALLOT_ASSIGN_OR_RETURN(st->loss.aggregation, ParseAggregation(g.loss_aggregation));
   ALLOT_ASSIGN_OR_RETURN(st->loss.ratio_level, ParseRatioLevel(g.ratio_level));
   ALLOT_ASSIGN_OR_RETURN(st->loss.kl_estimator, ParseKlEstimator(g.kl_estimator));
+  ALLOT_RETURN_IF_ERROR(ValidateAlternation(g.alternation));
   st->loss.clip_low = g.clip_eps;
   st->loss.clip_high = g.clip_eps_high;
   st->loss.kl_coef = g.kl_coef;
@@ -138,8 +147,13 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
     // Every rank starts from rank 0's adapter (the base weights come from the same files).
     ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(st->model->LoraParameters()));
   }
-  st->optimizer = std::make_unique<torch::optim::AdamW>(
-      st->model->LoraParameters(), torch::optim::AdamWOptions(g.lr).weight_decay(g.weight_decay));
+  const OptimConfig optim = GrpoOptimConfig(g);
+  ALLOT_ASSIGN_OR_RETURN(st->optimizer, MakeAdamW(optim, LoraNamed(*st->model)));
+  auto schedule = LrSchedule::Create(optim, options.total_steps);
+  if (!schedule.ok()) {
+    return InvalidArgument("grpo.lr_schedule / grpo.warmup_ratio: " + schedule.status().message());
+  }
+  st->schedule = std::make_unique<LrSchedule>(*schedule);
 
   ALLOT_ASSIGN_OR_RETURN(st->client, llm::Client::Create(options.endpoints));
   if (st->client->endpoint(g.policy_endpoint) == nullptr) {
@@ -166,22 +180,31 @@ Result<int64_t> GrpoTrainer::Resume() {
   ALLOT_ASSIGN_OR_RETURN(CheckpointInfo info, store.LoadLatest(&skipped));
   for (const auto& line : skipped) spdlog::warn("grpo resume: {}", line);
   ALLOT_RETURN_IF_ERROR(models::LoadAdapter(*s_->model, info.path + "/adapter").status());
-  const GrpoConfig& g = s_->options.grpo;
-  s_->optimizer = std::make_unique<torch::optim::AdamW>(
-      s_->model->LoraParameters(), torch::optim::AdamWOptions(g.lr).weight_decay(g.weight_decay));
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(info.path + "/optimizer.pt");
-    s_->optimizer->load(archive);
-  } catch (const std::exception& e) {
-    return DataLoss(info.path + "/optimizer.pt: " + e.what());
-  }
+  // LoadAdapter installs new LoRA tensors: the optimizer must point at them.
+  ALLOT_ASSIGN_OR_RETURN(s_->optimizer,
+                         MakeAdamW(GrpoOptimConfig(s_->options.grpo), LoraNamed(*s_->model)));
+  std::string opt;
+  const std::string opt_path = info.path + "/" + kOptimizerFile;
+  ALLOT_RETURN_IF_ERROR(ReadFile(opt_path, &opt));
+  ALLOT_ASSIGN_OR_RETURN(int64_t schedule_step, RestoreAdamWState(*s_->optimizer, opt, opt_path));
   std::ifstream f(info.path + "/state.json");
   const auto j = nlohmann::json::parse(f, nullptr, false);
   if (j.is_discarded() || !j.contains("step")) {
     return DataLoss(info.path + "/state.json: not a GRPO learner state");
   }
+  // Steps are synchronous: a checkpoint is written when every episode of its step has been
+  // collected, so the dispatcher ledger holds nothing to re-issue (the episodes of a step that
+  // was interrupted are drawn again from the cursor). A checkpoint that says otherwise is not one
+  // this learner can resume exactly.
+  if (j.value("ledger_open", int64_t{0}) != 0) {
+    return DataLoss(info.path + "/state.json: " + std::to_string(j.value("ledger_open", 0)) +
+                    " episodes were in flight at this checkpoint");
+  }
   s_->step = j.at("step").get<int64_t>();
+  if (schedule_step != s_->step) {
+    return DataLoss(info.path + ": optimizer (" + std::to_string(schedule_step) +
+                    ") and learner state (" + std::to_string(s_->step) + ") disagree on the step");
+  }
   s_->version = j.at("policy_version").get<uint64_t>();
   s_->cursor = j.at("cursor").get<int64_t>();
   s_->lagrange.set_lambda(j.at("lambda").get<double>());
@@ -193,23 +216,18 @@ Result<int64_t> GrpoTrainer::Resume() {
 
 namespace {
 
-Status SaveCheckpoint(GrpoTrainer::State& s) {
+// `ledger_open`: episodes the dispatcher still holds (0 at a step's end; recorded so that a
+// resume can check it).
+Status SaveCheckpoint(GrpoTrainer::State& s, int64_t ledger_open) {
   if (s.options.checkpoint_dir.empty()) return Status::Ok();
   CheckpointStore store(s.options.checkpoint_dir, s.options.keep_last);
   auto saved = store.Save(s.step, [&](const std::string& dir) -> Status {
     ALLOT_RETURN_IF_ERROR(models::SaveAdapter(*s.model, dir + "/adapter", s.options.model_dir));
-    try {
-      torch::serialize::OutputArchive archive;
-      s.optimizer->save(archive);
-      archive.save_to(dir + "/optimizer.pt");
-    } catch (const std::exception& e) {
-      return Internal(dir + "/optimizer.pt: " + e.what());
-    }
-    nlohmann::json j = {{"step", s.step},
-                        {"policy_version", s.version},
-                        {"cursor", s.cursor},
-                        {"lambda", s.lagrange.lambda()},
-                        {"seed", s.options.seed}};
+    ALLOT_ASSIGN_OR_RETURN(std::string opt, SerializeAdamWState(*s.optimizer, s.step));
+    ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kOptimizerFile, opt));
+    nlohmann::json j = {
+        {"step", s.step},     {"ledger_open", ledger_open},    {"policy_version", s.version},
+        {"cursor", s.cursor}, {"lambda", s.lagrange.lambda()}, {"seed", s.options.seed}};
     return WriteText(dir + "/state.json", j.dump(2));
   });
   return saved.status();
@@ -520,7 +538,8 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     s.lagrange.Update(costs);
 
     // ---- Update.
-    double lr = LearningRate(g, s.step, s.options.total_steps);
+    double lr = s.schedule->LrAt(s.step);
+    if (g.alternation.enabled) lr = RoleLearningRate(g, s.step, lr);  // Table 7: lr per role
     if (comm != nullptr) {
       // The other ranks get the step's samples (none: no update this step) and train on theirs.
       StepBatch sb;
@@ -560,12 +579,12 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     }
     if (progress != nullptr) progress->Update(s.step, m.MeanReward());
     if (s.options.checkpoint_every > 0 && s.step % s.options.checkpoint_every == 0) {
-      ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s));
+      ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s, dispatcher->stats().open));
     }
     if (s.options.on_step_end) s.options.on_step_end(s.step);
   }
   if (s.options.checkpoint_every <= 0 || s.step % s.options.checkpoint_every != 0) {
-    ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s));
+    ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s, dispatcher->stats().open));
   }
   if (progress != nullptr) progress->Finish();
   summary.steps = s.step;

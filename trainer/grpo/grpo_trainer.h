@@ -13,8 +13,10 @@
 // The policy is models::CausalLM with a LoRA adapter; the reference policy (KL term) is the same
 // model with the adapter switched off, and is not evaluated when kl_coef = 0.
 //
-// Checkpoints (core/checkpoint_store.h) hold the adapter, AdamW's state, the step, the policy
-// version, the data cursor and lambda; the learning-rate schedule is a function of the step and
+// Checkpoints (core/checkpoint_store.h) hold the adapter, AdamW's state (trainer/optim's
+// safetensors image, with the schedule step), the step, the policy version, the data cursor,
+// lambda and the dispatcher's open-episode count; the learning-rate schedule is a function of
+// the step and
 // every sampling seed a function of (seed, cursor, index), so a resumed run draws the same
 // episodes. A step's episodes are all collected before its update, so the dispatcher ledger is
 // empty at every checkpoint and the episodes of an interrupted step are issued again on resume.
@@ -96,6 +98,9 @@ class GrpoTrainer {
   int64_t step() const;
   uint64_t policy_version() const;
   models::CausalLMImpl& policy();
+  // The learning rate of step `step` (0-based): trainer/optim's schedule over total_steps with
+  // the grpo section's lr, lr_schedule and warmup_ratio (GrpoOptimConfig).
+  double LearningRateAt(int64_t step) const;
 
   struct State;
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trainer/comm/communicator.h"
+#include "trainer/optim/grad_clip.h"
 
 namespace allot::trainer::grpo {
 
@@ -104,9 +105,8 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     if (comm != nullptr) ALLOT_RETURN_IF_ERROR(comm->SumGradients(params));
     fwd_bwd += Seconds(tu);
     const auto to = Clock::now();
-    const double clip = options.max_grad_norm > 0.0 ? options.max_grad_norm
-                                                    : std::numeric_limits<double>::infinity();
-    grad_norm = torch::nn::utils::clip_grad_norm_(params, clip);
+    // trainer/optim's global clipping (float64, fixed order); 0 = report the norm only.
+    grad_norm = ClipGradNorm(params, options.max_grad_norm);
     for (auto& group : optimizer.param_groups()) {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(options.lr);
     }
