@@ -205,6 +205,36 @@ TEST_F(R2EnvTest, ARunawayDecompositionScoresZero) {
   EXPECT_EQ(Bodies(server_, "/v1/completions")[0]["max_tokens"], 1024);
 }
 
+TEST_F(R2EnvTest, ARunawayAllocationScoresZeroAndExecutesNothing) {
+  server_.Script("/v1/completions",
+                 {Reply::Json(Sampled(kDecomposition, {11})),
+                  Reply::Json(Sampled("Subtask 1: difficulty 1, model small\nSubtask 2: diff",
+                                      {21, 22}, "length"))});
+  R2EnvConfig c = Config();
+  c.r2.allocator_max_tokens = 2;
+  auto env = Make(c);
+  ASSERT_NE(env, nullptr);
+  runtime::Trajectory t = Run(*env);
+  EXPECT_FALSE(t.failure.failed());
+  EXPECT_EQ(Models().size(), 2u);
+  EXPECT_EQ(Bodies(server_, "/v1/completions")[1]["max_tokens"], 2);
+  EXPECT_EQ(t.reward, 0.0);
+  EXPECT_NE(t.info.at("format_error").find("allocation: ran past its 2 tokens"), std::string::npos);
+  ASSERT_EQ(t.segments.size(), 4u);
+  EXPECT_TRUE(t.segments[3].trainable);
+}
+
+TEST_F(R2EnvTest, AnAllocationMissingASubtaskScoresZero) {
+  server_.Script("/v1/completions",
+                 {Reply::Json(Sampled(kDecomposition, {11})),
+                  Reply::Json(Sampled("Subtask 1: difficulty 1, model small", {21}))});
+  auto env = Make(Config());
+  ASSERT_NE(env, nullptr);
+  runtime::Trajectory t = Run(*env);
+  EXPECT_EQ(t.reward, 0.0);
+  EXPECT_NE(t.info.at("format_error").find("1 of 2 subtasks assigned"), std::string::npos);
+}
+
 TEST_F(R2EnvTest, AnExecutorReturning500FailsTheEpisodeAsAnEndpointError) {
   server_.Script("/v1/completions", {Reply::Json(Sampled(kDecomposition, {11})),
                                      Reply::Json(Sampled(kAllocation, {21})),
