@@ -614,5 +614,32 @@ TEST(ServeConfigTest, BindsFromYamlWithRangeChecks) {
   EXPECT_NE(s.message().find("max_batch"), std::string::npos) << s.message();
 }
 
+// The engine reports the adapter it had installed while a job decoded, and the reply's
+// "model" is that report: a rollout reads the sampling version from it.
+TEST_F(ServeTest, TheEngineReportsTheAdapterThatDecoded) {
+  const std::string dir = testing::WriteAdapter(*model_dir_, "serve_reported", false);
+  ASSERT_TRUE(server_->engine().LoadAdapter("policy-v3", dir).ok());
+  auto run = [&](const std::string& adapter) {
+    EngineJob job;
+    job.adapter = adapter;
+    models::GenerationRequest r;
+    r.prompt = {5, 6, 7};
+    r.params.max_tokens = 2;
+    job.requests.push_back(r);
+    return server_->engine().Run(std::move(job));
+  };
+  auto with = run("policy-v3");
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->adapter, "policy-v3");
+  auto base = run("");
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  EXPECT_EQ(base->adapter, "");
+  json reply = Complete(
+      {{"model", "policy-v3"}, {"prompt", json({5, 6})}, {"max_tokens", 2}, {"temperature", 0}});
+  EXPECT_EQ(reply["model"], "policy-v3");
+  EXPECT_EQ(Complete({{"prompt", json({5, 6})}, {"max_tokens", 2}})["model"], "tiny");
+  ASSERT_TRUE(server_->engine().UnloadAdapter("policy-v3").ok());
+}
+
 }  // namespace
 }  // namespace allot::llm::serve
