@@ -24,11 +24,18 @@ struct R2DataArgs {
   envs::r2::GroupedSearchConfig search;
 };
 
-Result<std::unique_ptr<envs::r2::R2Env>> EnvFromRecipe(const R2DataArgs& a) {
+// `offline`: the tool calls no endpoint (decomposer-data), so no API key is needed.
+Result<std::unique_ptr<envs::r2::R2Env>> EnvFromRecipe(const R2DataArgs& a, bool offline) {
   ALLOT_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadConfig(a.config, a.overrides));
   envs::r2::R2EnvConfig c;
   c.r2 = loaded.config.env.r2;
   c.endpoints = loaded.config.endpoints;
+  if (offline) {
+    for (llm::EndpointConfig& e : c.endpoints) {
+      e.api_key.clear();
+      e.api_key_env.clear();
+    }
+  }
   c.gpu = loaded.config.gpu;
   c.rewards.terms = {{"accuracy", 1.0}};  // the tools grade with Acc alone (Eq. 6)
   c.rewards.answer = loaded.config.rewards.answer;
@@ -93,7 +100,7 @@ void AddR2Commands(CLI::App& app, int* exit_code) {
   dec->add_option("--w-d", a->weights.w_d, "weight of the incoherent-pair ratio")
       ->default_val(1000.0);
   dec->callback([=] {
-    auto env = EnvFromRecipe(*a);
+    auto env = EnvFromRecipe(*a, /*offline=*/true);
     if (!env.ok()) {
       std::cerr << "allot r2 decomposer-data: " << env.status().message() << "\n";
       *exit_code = kExitError;
@@ -118,7 +125,7 @@ void AddR2Commands(CLI::App& app, int* exit_code) {
   alloc->add_option("--tau-hard", a->difficulty.tau_hard, "p <= tau_hard: hard")->default_val(0.52);
   alloc->add_option("--max-iterations", a->search.max_iterations, "N_iter_alloc")->default_val(20);
   alloc->callback([=] {
-    auto env = EnvFromRecipe(*a);
+    auto env = EnvFromRecipe(*a, /*offline=*/false);
     if (!env.ok()) {
       std::cerr << "allot r2 allocator-data: " << env.status().message() << "\n";
       *exit_code = kExitError;
