@@ -12,6 +12,8 @@
 
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
+#include "models/layer_checkpoint.h"
+#include "models/packed_sequences.h"
 
 namespace allot::models {
 namespace {
@@ -159,8 +161,11 @@ class AttentionImpl : public torch::nn::Module {
     o_proj = register_module("o_proj", LoraLinear(heads_ * head_dim_, c.hidden_size, o_bias, o));
   }
 
+  // `segments` (packed_sequences.h): x is one packed row [1, N, hidden] whose segments attend
+  // only within themselves, and `allowed` is then the causal mask [L, L] of the longest one.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                     const at::Tensor& allowed, KVCache* cache, int64_t layer) {
+                     const at::Tensor& allowed, KVCache* cache, int64_t layer,
+                     const std::vector<int64_t>* segments = nullptr) {
     const int64_t b = x.size(0);
     const int64_t t = x.size(1);
     at::Tensor q = q_proj(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
@@ -174,6 +179,22 @@ class AttentionImpl : public torch::nn::Module {
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+    if (segments != nullptr) {
+      // Block-diagonal causal attention at the cost of the blocks: one product per segment.
+      std::vector<at::Tensor> outs;
+      int64_t off = 0;
+      for (const int64_t n : *segments) {
+        at::Tensor sc =
+            (torch::matmul(q.narrow(2, off, n), k.narrow(2, off, n).transpose(2, 3)) * scale)
+                .to(torch::kFloat);
+        sc = sc.masked_fill(allowed.narrow(0, 0, n).narrow(1, 0, n).logical_not(),
+                            std::numeric_limits<float>::lowest());
+        at::Tensor p = torch::softmax(sc, -1).to(q.scalar_type());
+        outs.push_back(torch::matmul(p, v.narrow(2, off, n)));
+        off += n;
+      }
+      return o_proj(torch::cat(outs, 2).transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+    }
     at::Tensor scores = (torch::matmul(q, k.transpose(2, 3)) * scale).to(torch::kFloat);
     if (allowed.defined()) {
       scores = scores.masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
@@ -216,8 +237,9 @@ class DecoderLayerImpl : public torch::nn::Module {
     mlp = register_module("mlp", Mlp(c, o));
   }
   at::Tensor forward(at::Tensor h, const at::Tensor& cos, const at::Tensor& sin,
-                     const at::Tensor& allowed, KVCache* cache, int64_t layer) {
-    h = h + self_attn(input_layernorm(h), cos, sin, allowed, cache, layer);
+                     const at::Tensor& allowed, KVCache* cache, int64_t layer,
+                     const std::vector<int64_t>* segments = nullptr) {
+    h = h + self_attn->forward(input_layernorm(h), cos, sin, allowed, cache, layer, segments);
     return h + mlp(post_attention_layernorm(h));
   }
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -313,14 +335,59 @@ at::Tensor CausalLMImpl::Hidden(const at::Tensor& input_ids, const at::Tensor& a
     allowed = causal.view({1, 1, t, s});
     if (mask.defined()) allowed = allowed.logical_and(mask.view({b, 1, 1, s}));
   }
+  return RunDecoder(input_ids.to(dev), pos, allowed, cache);
+}
+
+at::Tensor CausalLMImpl::HiddenPacked(const at::Tensor& input_ids,
+                                      const std::vector<int64_t>& lengths) {
+  TORCH_CHECK(input_ids.dim() == 1, "packed input_ids must be [N]");
+  int64_t n = 0, longest = 0;
+  for (const int64_t len : lengths) {
+    TORCH_CHECK(len > 0, "packed segment lengths must be positive");
+    n += len;
+    longest = std::max(longest, len);
+  }
+  TORCH_CHECK(n == input_ids.size(0), "packed segment lengths sum to ", n, ", input has ",
+              input_ids.size(0), " tokens");
+  const at::Device dev = device();
+  auto lo = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  const at::Tensor causal =
+      torch::arange(longest, lo).unsqueeze(1) >= torch::arange(longest, lo).unsqueeze(0);
+  const at::Tensor pos = SegmentPositions(lengths).to(dev).unsqueeze(0);
+  return RunDecoder(input_ids.to(dev).unsqueeze(0), pos, causal, nullptr, &lengths).squeeze(0);
+}
+
+at::Tensor CausalLMImpl::RunDecoder(const at::Tensor& input_ids, const at::Tensor& pos,
+                                    const at::Tensor& allowed, KVCache* cache,
+                                    const std::vector<int64_t>* segments) {
   at::Tensor freqs = pos.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B, T, D/2]
   at::Tensor emb = torch::cat({freqs, freqs}, -1);
   at::Tensor cos = emb.cos().to(dtype_).unsqueeze(1);  // [B, 1, T, D]
   at::Tensor sin = emb.sin().to(dtype_).unsqueeze(1);
 
-  at::Tensor h = embed_tokens_(input_ids.to(dev));
+  const bool checkpoint =
+      gradient_checkpointing_ && is_training() && cache == nullptr && at::GradMode::is_enabled();
+  at::Tensor h = embed_tokens_(input_ids);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    h = layers_[l]->forward(h, cos, sin, allowed, cache, static_cast<int64_t>(l));
+    const auto layer = layers_[l];
+    const int64_t index = static_cast<int64_t>(l);
+    if (!checkpoint) {
+      h = layer->forward(h, cos, sin, allowed, cache, index, segments);
+      continue;
+    }
+    std::vector<at::Tensor> trainable;
+    for (const auto& p : layer->parameters()) {
+      if (p.requires_grad()) trainable.push_back(p);
+    }
+    if (trainable.empty() && !h.requires_grad()) {
+      h = layer->forward(h, cos, sin, allowed, nullptr, index, segments);
+      continue;
+    }
+    h = CheckpointedForward(
+        [layer, cos, sin, allowed, index, segments](const at::Tensor& x) {
+          return layer->forward(x, cos, sin, allowed, nullptr, index, segments);
+        },
+        h, trainable);
   }
   return norm_(h);
 }
@@ -347,6 +414,18 @@ at::Tensor CausalLMImpl::TokenLogProbs(const at::Tensor& input_ids,
   const int64_t b = input_ids.size(0);
   const int64_t t = input_ids.size(1);
   if (t < 2) return torch::zeros({b, 0}, torch::TensorOptions().device(device()));
+  if (packing_ && attention_mask.defined() && b > 1) {
+    PackedBatch p = PackPaddedBatch(input_ids, attention_mask);
+    if (p.input_ids.size(0) < b * t && !p.lengths.empty()) {
+      const at::Device dev = device();
+      at::Tensor hidden = HiddenPacked(p.input_ids, p.lengths);
+      at::Tensor h = hidden.index_select(0, p.from.to(dev));
+      at::Tensor logp = SelectedLogProbs(h, p.target.to(dev), chunk_tokens, temperature);
+      return torch::zeros({b * (t - 1)}, logp.options())
+          .index_copy(0, p.column.to(dev), logp)
+          .view({b, t - 1});
+    }
+  }
   at::Tensor hidden = Hidden(input_ids, attention_mask);
   at::Tensor h = hidden.narrow(1, 0, t - 1).reshape({-1, config_.hidden_size});
   at::Tensor targets = input_ids.narrow(1, 1, t - 1).reshape({-1}).to(device());
@@ -393,7 +472,10 @@ Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const ModelConfig& conf
   LoadOptions options;
   options.dtype = config.dtype;
   options.device = config.device;
-  return Load(config.path, options);
+  ALLOT_ASSIGN_OR_RETURN(std::shared_ptr<CausalLMImpl> model, Load(config.path, options));
+  model->set_packing(config.packing);
+  model->set_gradient_checkpointing(config.gradient_checkpointing);
+  return model;
 }
 
 NamedTensors CausalLMImpl::StateTensors(bool merged) const {

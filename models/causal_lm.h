@@ -95,6 +95,11 @@ class CausalLMImpl : public torch::nn::Module {
   at::Tensor Hidden(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                     const at::Tensor& position_ids = {}, KVCache* cache = nullptr);
 
+  // Final hidden states [N, hidden] of packed sequences (packed_sequences.h): `input_ids` [N]
+  // holds segments of `lengths` one after another; each attends only within itself, with
+  // positions restarting at 0, so each gets exactly the hidden states it would get alone.
+  at::Tensor HiddenPacked(const at::Tensor& input_ids, const std::vector<int64_t>& lengths);
+
   // Float32 logits for hidden states [..., hidden].
   at::Tensor Logits(const at::Tensor& hidden);
 
@@ -103,7 +108,10 @@ class CausalLMImpl : public torch::nn::Module {
 
   // log p(input_ids[:, t+1] | input_ids[:, :t+1]) for t < T-1, float32 [B, T-1], differentiable.
   // Logits are formed `chunk_tokens` rows at a time in forward and again in backward, so the
-  // full [B, T, vocab] tensor never exists. `temperature` divides the logits first.
+  // full [B, T, vocab] tensor never exists. `temperature` divides the logits first. With
+  // packing on and an attention mask whose real tokens fit in fewer rows, the sequences are
+  // packed (packed_sequences.h) and columns that do not score a real token after a real one
+  // (padding, a sequence's first token) are 0 instead of a log-prob conditioned on padding.
   at::Tensor TokenLogProbs(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                            int64_t chunk_tokens = 512, double temperature = 1.0);
 
@@ -113,6 +121,14 @@ class CausalLMImpl : public torch::nn::Module {
 
   // The logits matrix [vocab, hidden]: lm_head.weight, or embed_tokens.weight when tied.
   at::Tensor output_weight() const;
+
+  // model.packing: TokenLogProbs packs variable-length batches (default on).
+  void set_packing(bool on) { packing_ = on; }
+  bool packing() const { return packing_; }
+  // model.gradient_checkpointing: in training mode with grad enabled, each decoder layer keeps
+  // only its input and is recomputed in backward (layer_checkpoint.h). Default off.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
+  bool gradient_checkpointing() const { return gradient_checkpointing_; }
 
   const TransformerConfig& config() const { return config_; }
   at::ScalarType dtype() const { return dtype_; }
@@ -149,6 +165,15 @@ class CausalLMImpl : public torch::nn::Module {
   at::Tensor lm_head_weight_;  // undefined when tied
   std::vector<LinearSite> sites_;
   at::Tensor inv_freq_;  // float32 [head_dim / 2]
+  bool packing_ = true;
+  bool gradient_checkpointing_ = false;
+
+  // Embedding, the decoder layers (checkpointed when asked) and the final norm, for a mask
+  // `allowed` [B or 1, 1, T, S] (undefined = everything) and positions [B, T]; with `segments`,
+  // one packed row and the causal mask [L, L] of its longest segment.
+  at::Tensor RunDecoder(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                        const at::Tensor& allowed, KVCache* cache,
+                        const std::vector<int64_t>* segments = nullptr);
 };
 TORCH_MODULE(CausalLM);
 

@@ -16,6 +16,8 @@ struct ModelConfig {
   std::string dtype = "auto";          // auto = config.json torch_dtype
   std::string device = "cpu";          // "cpu", "cuda", "cuda:1"
   int64_t logprob_chunk_tokens = 512;  // rows of [tokens, vocab] logits alive at once
+  bool packing = true;                 // training log-probs pack variable-length batches
+  bool gradient_checkpointing = false;  // recompute each decoder layer in backward
 
   void Describe(config::Visitor& v) {
     v.Field("path", path, {.doc = "Hugging Face model directory (config.json + safetensors)"});
@@ -28,6 +30,12 @@ struct ModelConfig {
     v.Field("logprob_chunk_tokens", logprob_chunk_tokens,
             {.doc = "tokens per chunk when computing log-probs, bounding [tokens, vocab] memory",
              .min = 1});
+    v.Field("packing", packing,
+            {.doc = "training log-probs of a padded batch are computed with its sequences packed "
+                    "several to a row (block-diagonal causal mask), skipping the padding"});
+    v.Field("gradient_checkpointing", gradient_checkpointing,
+            {.doc = "training recomputes each decoder layer in backward instead of keeping its "
+                    "activations (less memory, one more forward)"});
   }
 };
 
