@@ -39,18 +39,20 @@ esac
 jobs=${ALLOT_SANITIZE_JOBS:-$(nproc)}
 supp="$(pwd)/tests/sanitizers"
 export CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1
+# Set before the build too: gtest_discover_tests runs each test binary after linking it, and a
+# leak report from an uninstrumented library at that exit would fail the build.
+export OPENBLAS_NUM_THREADS=1
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+export LSAN_OPTIONS="suppressions=${supp}/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=${supp}/ubsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=${supp}/tsan.supp"
+
 echo "==> [sanitize] configure ${dir} (ALLOT_SANITIZE=${mode})"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOT_SANITIZE="$mode" \
   -DALLOT_BUILD_BENCH=OFF -DALLOT_BUILD_FUZZ=OFF >/dev/null
 echo "==> [sanitize] build ${targets}"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j "$jobs" --target $targets
-
-export OPENBLAS_NUM_THREADS=1
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
-export LSAN_OPTIONS="suppressions=${supp}/lsan.supp:print_suppressions=0"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=${supp}/ubsan.supp"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=${supp}/tsan.supp"
 
 label="asan"
 [ "$mode" = thread ] && label="tsan"
