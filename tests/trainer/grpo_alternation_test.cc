@@ -126,6 +126,12 @@ TEST(GrpoAlternationTest, UntaggedPolicySegmentsAreFrozenToo) {
   Add(t, v1::SEGMENT_ROLE_POLICY, true, {1, 2}, "router");
   EXPECT_EQ(FreezeInactiveRoles(t, "decomposer"), 2);
   EXPECT_EQ(TrainableTokens(t), 0);
+  EXPECT_EQ(t.failure().reason(), v1::FAILURE_REASON_FORMAT_ERROR);
+  EXPECT_NE(t.failure().message().find("'decomposer'"), std::string::npos);
+  // An episode that keeps a segment of the active role is not failed.
+  v1::Trajectory r2 = R2Trajectory();
+  FreezeInactiveRoles(r2, "allocator");
+  EXPECT_EQ(r2.failure().reason(), v1::FAILURE_REASON_NONE);
 }
 
 }  // namespace

@@ -38,10 +38,25 @@ bool SegmentHasRole(const v1::TokenSegment& segment, const std::string& role) {
 
 int64_t FreezeInactiveRoles(v1::Trajectory& t, const std::string& active) {
   int64_t frozen = 0;
+  bool active_left = false;
   for (v1::TokenSegment& seg : *t.mutable_segments()) {
-    if (!seg.trainable() || SegmentHasRole(seg, active)) continue;
+    if (!seg.trainable()) continue;
+    if (SegmentHasRole(seg, active)) {
+      active_left = true;
+      continue;
+    }
     seg.set_trainable(false);
     frozen += seg.ids_size();
+  }
+  if (frozen > 0 && !active_left && t.failure().reason() == v1::FAILURE_REASON_NONE) {
+    // Nothing of this episode trains this step; say why instead of an empty failure.
+    t.mutable_failure()->set_reason(v1::FAILURE_REASON_FORMAT_ERROR);
+    t.mutable_failure()->set_message(
+        "grpo.alternation: the episode has no segment of the active "
+        "role '" +
+        active +
+        "' (e.g. the frozen decomposer wrote no "
+        "valid subtask list)");
   }
   return frozen;
 }

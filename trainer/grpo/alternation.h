@@ -33,7 +33,9 @@ Status ValidateAlternation(const AlternationConfig& config);
 bool SegmentHasRole(const v1::TokenSegment& segment, const std::string& role);
 
 // Marks every trainable segment of `t` that does not belong to `active` as not trainable;
-// returns how many ids it froze.
+// returns how many ids it froze. An episode left with nothing to train gets a format-error
+// failure naming the role (the learner drops it, and a step of only such episodes fails with
+// that message).
 int64_t FreezeInactiveRoles(v1::Trajectory& t, const std::string& active);
 
 }  // namespace allot::trainer::grpo
