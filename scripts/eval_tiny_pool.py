@@ -11,6 +11,7 @@ accuracy per difficulty (add1 add2 mul21 mul22 word mul33 fact fact2) and per fo
              tool (search: the best page of an SQLite FTS5 index of corpus.jsonl; calculate:
              the arithmetic), ask the same model to read the output (the reason_in_tool
              format), insert <|begin_tool_result|> reading <|end_tool_result|>, continue
+  tool_query the share of tool items whose first query is the reference's, word for word
   route      CogER App. B.1 level tag: the share of well-formed tags (the SFT labels are
              random levels, so only the format is learned)
   self_eval  RLoT Table 1: the share of replies with all seven "K score=S reason=..." lines,
@@ -165,18 +166,18 @@ class Server:
 
 
 def run_tool(server, knowledge, item, max_calls=4):
-    """CoTool over HTTP: returns the whole chain (with inserted results) and the tool calls."""
+    """CoTool over HTTP: returns the whole chain (with inserted results) and the queries."""
     q = full_question(item)
     start = prompt(q, "", ASK["tool"])
-    done, calls = "", 0
+    done, queries = "", []
     while True:
         segment, _ = server.complete(start + done, MAX_TOKENS["tool"])
-        if not segment.rstrip().endswith(TOOL_QUERY_CLOSE) or calls >= max_calls:
-            return done + segment, calls
-        calls += 1
+        if not segment.rstrip().endswith(TOOL_QUERY_CLOSE) or len(queries) >= max_calls:
+            return done + segment, queries
         body = segment.rstrip()
         query = body[body.rfind(TOOL_QUERY_OPEN) + len(TOOL_QUERY_OPEN):-len(TOOL_QUERY_CLOSE)]
         query = query.strip()
+        queries.append(query)
         if query.startswith("search "):
             raw = knowledge.search(query[len("search "):])
         elif query.startswith("calculate "):
@@ -193,15 +194,23 @@ def solution_steps(item):
     return [l for l in item["solution"].split("\n") if l.startswith("Step ")]
 
 
+def reference_queries(item):
+    return [q.strip() for q in re.findall(re.escape(TOOL_QUERY_OPEN) + "(.*?)" +
+                                          re.escape(TOOL_QUERY_CLOSE), item["solution"])]
+
+
 def evaluate_item(server, knowledge, item, fmt):
-    """One (item, format): returns (score 0/1, reply)."""
+    """One (item, format): returns (score 0/1, reply). For "tool" the score is a pair: the
+    answer, and whether the first query equals the reference's (None without one)."""
     q = full_question(item)
     if fmt in ("direct", "cot"):
         reply, _ = server.complete(prompt(q, "", ASK[fmt]), MAX_TOKENS[fmt])
         return int(correct(reply, item["answer"])), reply
     if fmt == "tool":
-        reply, _ = run_tool(server, knowledge, item)
-        return int(correct(reply, item["answer"])), reply
+        reply, queries = run_tool(server, knowledge, item)
+        ref = reference_queries(item)
+        first = None if not ref else int(bool(queries) and queries[0] == ref[0])
+        return (int(correct(reply, item["answer"])), first), reply
     if fmt == "route":
         reply, _ = server.complete(prompt(q, "", ASK["route"]), MAX_TOKENS["route"])
         ok = re.fullmatch(r"(?s)(.*\S )?<question_level>L[1-4]</question_level>\s*", reply)
@@ -211,7 +220,7 @@ def evaluate_item(server, knowledge, item, fmt):
         text = q + "\nReasoning so far:\n" + "\n".join(steps) + "\nEvaluate the newest step."
         reply, _ = server.complete(text, MAX_TOKENS["self_eval"])
         lines = [l for l in reply.strip().split("\n") if l]
-        keys = [re.match(r"([A-C][12]) score=([0-3]) reason=", l) for l in lines]
+        keys = [re.match(r"([A-C][1-3]) score=([0-3]) reason=", l) for l in lines]
         well_formed = len(lines) == 7 and all(keys) and [k.group(1) for k in keys] == SELF_EVAL_KEYS
         return int(well_formed), reply
     raise ValueError(fmt)
@@ -268,9 +277,14 @@ def main():
             server.close()
         table = {}
         for (it, fmt), (score, reply) in zip(jobs, scores):
-            cell = table.setdefault(fmt, {}).setdefault(it["difficulty"], [0, 0])
-            cell[0] += score
-            cell[1] += 1
+            cells = [(fmt, score)]
+            if fmt == "tool":
+                cells = [("tool", score[0])] + ([("tool_query", score[1])] if score[1] is not None
+                                                else [])
+            for name, value in cells:
+                cell = table.setdefault(name, {}).setdefault(it["difficulty"], [0, 0])
+                cell[0] += value
+                cell[1] += 1
         results[tier] = {"table": table, "seconds": round(time.time() - started, 1),
                          "replies": [{"id": it["id"], "format": fmt, "score": s, "reply": r}
                                      for (it, fmt), (s, r) in zip(jobs, scores)]}
@@ -281,7 +295,7 @@ def main():
     print(header)
     print("|" + "---|" * (len(DIFFICULTIES) + 3))
     for tier in tiers:
-        for fmt in formats:
+        for fmt in [f for f in formats + ["tool_query"] if f in results[tier]["table"]]:
             row = results[tier]["table"].get(fmt, {})
             cells, right, total = [], 0, 0
             for d in DIFFICULTIES:
