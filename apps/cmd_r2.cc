@@ -10,6 +10,7 @@
 #include "apps/allot_config.h"
 #include "apps/commands.h"
 #include "envs/r2/sft_data.h"
+#include "llm/client.h"
 
 namespace allot::apps {
 namespace {
@@ -18,6 +19,7 @@ struct R2DataArgs {
   std::string config = "configs/r2.yaml";
   std::vector<std::string> overrides;
   std::string in, out;
+  std::string baseline;
   bool skip_bad_lines = false;
   envs::r2::DecompositionWeights weights;
   envs::r2::DifficultyConfig difficulty;
@@ -124,6 +126,8 @@ void AddR2Commands(CLI::App& app, int* exit_code) {
   alloc->add_option("--tau-easy", a->difficulty.tau_easy, "p >= tau_easy: easy")->default_val(0.8);
   alloc->add_option("--tau-hard", a->difficulty.tau_hard, "p <= tau_hard: hard")->default_val(0.52);
   alloc->add_option("--max-iterations", a->search.max_iterations, "N_iter_alloc")->default_val(20);
+  alloc->add_option("--baseline", a->baseline,
+                    "endpoint whose token log-probs give the difficulty of lines without any");
   alloc->callback([=] {
     auto env = EnvFromRecipe(*a, /*offline=*/false);
     if (!env.ok()) {
@@ -131,12 +135,18 @@ void AddR2Commands(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
+    if (!a->baseline.empty() && (*env)->client().endpoint(a->baseline) == nullptr) {
+      std::cerr << "allot r2 allocator-data: --baseline: no endpoint '" << a->baseline
+                << "' in the recipe\n";
+      *exit_code = kExitError;
+      return;
+    }
     *exit_code = Convert(
         "allocator-data", *a,
         [&](const std::string& line, const std::string& where) -> Result<std::string> {
-          ALLOT_ASSIGN_OR_RETURN(
-              envs::r2::AllocatorExample e,
-              envs::r2::AllocatorExampleFromLine(line, **env, a->difficulty, a->search, where));
+          ALLOT_ASSIGN_OR_RETURN(envs::r2::AllocatorExample e,
+                                 envs::r2::AllocatorExampleFromLine(line, **env, a->difficulty,
+                                                                    a->search, where, a->baseline));
           return envs::r2::SftLine(e.prompt, e.completion);
         });
   });

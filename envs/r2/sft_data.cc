@@ -89,10 +89,40 @@ Result<DecomposerExample> DecomposerExampleFromLine(const std::string& line, con
   return out;
 }
 
+Result<std::vector<float>> BaselineLogprobs(const R2Env& env, const std::string& baseline,
+                                            const std::string& question,
+                                            const std::vector<std::string>& subtasks,
+                                            size_t index) {
+  const R2Settings& r2 = env.config().r2;
+  ALLOT_ASSIGN_OR_RETURN(std::string prompt,
+                         runtime::RenderTemplate(r2.prompts.subtask,
+                                                 {{"question", question},
+                                                  {"previous", "(none)"},
+                                                  {"index", std::to_string(index + 1)},
+                                                  {"subtask", subtasks[index]}},
+                                                 "r2.prompts.subtask"));
+  llm::CompletionRequest req;
+  req.prompt = prompt;
+  req.params.max_tokens = static_cast<int>(r2.subtask_max_tokens);
+  req.params.temperature = 0.0;
+  req.params.logprobs = 1;
+  Result<llm::Completion> c = env.client().Complete(baseline, req).get();
+  if (!c.ok()) return c.status().Annotate("baseline '" + baseline + "'");
+  if (c->choices.empty() || c->choices[0].logprobs.empty()) {
+    return DataLoss("baseline '" + baseline + "': the reply has no token log-probs");
+  }
+  std::vector<float> out;
+  for (const llm::TokenLogprob& t : c->choices[0].logprobs) {
+    out.push_back(static_cast<float>(t.logprob));
+  }
+  return out;
+}
+
 Result<AllocatorExample> AllocatorExampleFromLine(const std::string& line, const R2Env& env,
                                                   const DifficultyConfig& difficulty,
                                                   const GroupedSearchConfig& search,
-                                                  const std::string& where) {
+                                                  const std::string& where,
+                                                  const std::string& baseline) {
   ALLOT_RETURN_IF_ERROR(difficulty.Validate());
   ALLOT_ASSIGN_OR_RETURN(nlohmann::json j, ParseLine(line, where));
   const std::string question = j["question"].get<std::string>();
@@ -132,8 +162,15 @@ Result<AllocatorExample> AllocatorExampleFromLine(const std::string& line, const
       else
         return InvalidArgument(where + ": difficulty '" + n + "' (easy, medium or hard)");
     }
+  } else if (!baseline.empty()) {
+    for (size_t i = 0; i < subtasks.size(); ++i) {
+      Result<std::vector<float>> lp = BaselineLogprobs(env, baseline, question, subtasks, i);
+      if (!lp.ok()) return lp.status().Annotate(where + ": subtask " + std::to_string(i + 1));
+      ALLOT_ASSIGN_OR_RETURN(double p, AlphaQuantileProbability(*lp, difficulty.alpha));
+      out.difficulty.push_back(ClassifyDifficulty(p, difficulty));
+    }
   } else {
-    return InvalidArgument(where + ": neither 'logprobs' nor 'difficulty'");
+    return InvalidArgument(where + ": neither 'logprobs' nor 'difficulty' (or give a baseline)");
   }
 
   std::vector<PoolModel> pool;

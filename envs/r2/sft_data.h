@@ -5,6 +5,7 @@
 //     -> d* by Eq. 4 as {"prompt": decomposer prompt, "completion": "Subtask 1: ..."}
 //   allocator (Eq. 6-11): {"question", "answer", "subtasks": [...],
 //       "logprobs": [[baseline token log-probs of subtask 1], ...] | "difficulty": [...]}
+//       (or neither, with a baseline endpoint that answers each subtask)
 //     -> M_A* of the grouped search, Acc(M_A) = the env executing the allocation on the pool
 //        and grading the integrated answer, as {"prompt": what the allocator reads,
 //        "completion": "Subtask 1: difficulty 1, model ..."}
@@ -46,11 +47,19 @@ struct AllocatorExample {
 };
 
 // Runs the grouped search for one line; every Acc evaluation executes the allocation through
-// `env` (real endpoint calls).
+// `env` (real endpoint calls). A line with neither "logprobs" nor "difficulty" needs
+// `baseline`: that endpoint answers each subtask (the subtask prompt, greedy) and the
+// log-probs of its answer give the difficulty.
 Result<AllocatorExample> AllocatorExampleFromLine(const std::string& line, const R2Env& env,
                                                   const DifficultyConfig& difficulty,
                                                   const GroupedSearchConfig& search,
-                                                  const std::string& where);
+                                                  const std::string& where,
+                                                  const std::string& baseline = "");
+
+// The log-probs of `baseline`'s greedy answer to subtask `index` of `subtasks`.
+Result<std::vector<float>> BaselineLogprobs(const R2Env& env, const std::string& baseline,
+                                            const std::string& question,
+                                            const std::vector<std::string>& subtasks, size_t index);
 
 // {"prompt": ..., "completion": ...} as one JSON line (no newline).
 std::string SftLine(const std::string& prompt, const std::string& completion);

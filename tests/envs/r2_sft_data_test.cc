@@ -110,5 +110,21 @@ TEST_F(R2SftDataTest, DifficultyFromBaselineLogProbs) {
                    .ok());
 }
 
+// With neither log-probs nor labels, the baseline endpoint answers each subtask with log-probs
+// on (every scripted token at -0.5: p = 0.61, medium); the empty MLM group defers to LLM.
+TEST_F(R2SftDataTest, DifficultyFromABaselineEndpoint) {
+  const std::string line = R"({"question": "q", "answer": "42", "subtasks": ["s"]})";
+  Result<AllocatorExample> e = AllocatorExampleFromLine(line, *env_, DifficultyConfig{},
+                                                        GroupedSearchConfig{}, "a:1", "small");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->difficulty[0], Difficulty::kMedium);
+  EXPECT_EQ(e->search.trace[0].allocation, (std::vector<std::string>{"big"}));
+  auto bodies = testing::Bodies(server_, "/v1/completions");
+  ASSERT_GE(bodies.size(), 1u);
+  EXPECT_EQ(bodies[0]["model"], "small-model");
+  EXPECT_EQ(bodies[0]["logprobs"], 1);
+  EXPECT_EQ(bodies[0]["temperature"], 0.0);
+}
+
 }  // namespace
 }  // namespace allot::envs::r2
