@@ -11,7 +11,7 @@
 #                       other than coger is trained (allot train) against the same servers
 #   --no-setup          skip scripts/setup.sh (dependencies and build)
 #   --steps N           override trainer.total_steps
-#   --eval-items N      test items per evaluation (default 120, spread over every difficulty)
+#   --eval-items N      test items per evaluation (default 48, spread over every difficulty)
 #   --pool DIR          the tiers, one model directory each (default assets/tinyworld/pool)
 #   --out DIR           run directory (default runs/quickstart-<time>)
 #   --set KEY=VALUE     passed to allot train (repeatable)
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 recipe=coger
 setup=1
 steps=""
-eval_items=120
+eval_items=48
 pool=${ALLOT_TW_POOL:-assets/tinyworld/pool}
 run_dir=""
 overrides=()
@@ -175,17 +175,21 @@ if [[ $recipe != coger ]]; then
 fi
 
 # --- CogER: evaluate, train, evaluate ------------------------------------------------------
-# Each method is its own `allot eval` process, so that the servers batch them together.
+# One `allot eval` process per method and shard of the eval subset (eval-<k>.jsonl from
+# split-data), so that the servers batch their requests together.
 evaluate() {  # evaluate PHASE ADAPTER METHOD...
-  local phase=$1 adapter=$2 m
+  local phase=$1 adapter=$2 m shard
   shift 2
   local eval_pids=()
   for m in "$@"; do
-    "$ALLOT" eval "$run_dir" -c "$recipe_file" --method "$m" --episodes "$eval_items" \
-      ${adapter:+--adapter "$adapter"} --json "$run_dir/eval/$phase-$m.json" \
-      > "$logs/eval-$phase-$m.log" 2>&1 &
-    pids+=($!)
-    eval_pids+=($!)
+    for shard in "$run_dir"/eval-*.jsonl; do
+      shard=$(basename "$shard" .jsonl)
+      ALLOT_QS_EVAL_DATA=$run_dir/$shard.jsonl "$ALLOT" eval "$run_dir" -c "$recipe_file" \
+        --method "$m" ${adapter:+--adapter "$adapter"} \
+        --json "$run_dir/eval/$phase-$m-$shard.json" > "$logs/eval-$phase-$m-$shard.log" 2>&1 &
+      pids+=($!)
+      eval_pids+=($!)
+    done
   done
   for p in "${eval_pids[@]}"; do
     wait "$p" || { echo "quickstart.sh: allot eval failed; see $logs/eval-$phase-*.log" >&2;
@@ -204,7 +208,7 @@ say "after training: the router with adapter $adapter"
 evaluate after "$adapter" router
 
 echo
-python3 "$tools" table "$run_dir" "$run_dir"/eval/before-*.json -- "$run_dir/eval/after-router.json"
+python3 "$tools" table "$run_dir" "$run_dir"/eval/before-*.json -- "$run_dir"/eval/after-*.json
 echo "(means per query over $eval_items test items; cost from the pool's prices, energy from" \
      "FLOPs on the recipe's GPU profile)"
 

@@ -20,6 +20,9 @@ import urllib.error
 import urllib.request
 
 
+EVAL_SHARDS = 3  # scripts/quickstart.sh runs one `allot eval` per method and shard
+
+
 def data_ok(data_dir, manifest):
     with open(manifest) as f:
         files = json.load(f).get("files", {})
@@ -44,6 +47,10 @@ def split_data(test, train, out_dir, n, seed):
     subset = [items[(i * len(items)) // n] for i in range(n)]
     with open(f"{out_dir}/eval.jsonl", "w") as f:
         f.writelines(subset)
+    # Shards for parallel `allot eval` processes (every shard spans every difficulty).
+    for k in range(EVAL_SHARDS):
+        with open(f"{out_dir}/eval-{k}.jsonl", "w") as f:
+            f.writelines(subset[k::EVAL_SHARDS])
     with open(train) as f:
         rows = [line for line in f if line.strip()]
     random.Random(int(seed)).shuffle(rows)  # GRPO draws prompts in file order
@@ -85,16 +92,38 @@ def latest_adapter(base_url, prefix):
 
 
 def load_results(paths):
-    out = []
+    """Per-method results, the shards of one method summed."""
+    merged = {}
     for p in paths:
         with open(p) as f:
-            out.extend(json.load(f))
+            for r in json.load(f):
+                m = merged.setdefault(r["method"], {
+                    "method": r["method"], "episodes": 0, "correct": 0.0, "failed": 0,
+                    "cost_usd": 0.0, "energy_j": 0.0, "latency_s": 0.0,
+                    "levels": {k: 0 for k in ("none", "L1", "L2", "L3", "L4")}})
+                n = r["episodes"]
+                m["episodes"] += n
+                m["correct"] += r["accuracy"] * n
+                m["failed"] += r["failed"]
+                m["cost_usd"] += r["cost_usd"]
+                m["energy_j"] += r["energy_j"]
+                m["latency_s"] += r["mean_latency_s"] * n
+                for k in m["levels"]:
+                    m["levels"][k] += r["levels"].get(k, 0)
+    out = []
+    for m in merged.values():
+        n = max(m["episodes"], 1)
+        m.update(accuracy=m["correct"] / n, mean_cost_usd=m["cost_usd"] / n,
+                 mean_energy_j=m["energy_j"] / n, mean_latency_s=m["latency_s"] / n)
+        out.append(m)
     return out
 
 
 def table(out_dir, args):
     split = args.index("--")
     before, after = load_results(args[:split]), load_results(args[split + 1:])
+    order = {m: i for i, m in enumerate(["L1", "L2", "L3", "L4", "random", "router"])}
+    before.sort(key=lambda r: order.get(r["method"], 99))
     rows = [("fixed " + r["method"] if r["method"].startswith("L") else r["method"], r)
             for r in before if r["method"] != "router"]
     rows += [("router (untrained)", r) for r in before if r["method"] == "router"]
