@@ -7,12 +7,14 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 
 #include "core/checkpoint_store.h"
 #include "core/metrics_writer.h"
+#include "llm/client.h"
 #include "llm/serve/server.h"
 #include "models/causal_lm.h"
 #include "models/cpu_threads.h"
@@ -529,6 +531,41 @@ TEST(GrpoDynamicSamplingIntegrationTest, ResumeIsExactWithRefills) {
 
 TEST(GrpoDynamicSamplingIntegrationTest, ResumeIsExactWithoutRefills) {
   ExpectResumeMatchesStraight(/*dynamic_sampling=*/false);
+}
+
+// A learner that resumes against the endpoint its earlier process used takes over the adapter
+// versions that process left loaded: they are unloaded like its own (max_policy_lag 1: after
+// version 5 only versions 4 and 5 stay), instead of staying loaded for good.
+TEST(GrpoResumeIntegrationTest, ResumedLearnerUnloadsTheVersionsItsPredecessorLoaded) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_adopt");
+  ServedTinyModel served(1);
+  auto o = TagRunOptions(served.model_dir(), served.url(), base + "/run");
+  o.total_steps = 2;
+  o.checkpoint_every = 2;
+  {
+    auto t = GrpoTrainer::Create(o);
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE((*t)->Run(nullptr, nullptr).ok());
+  }
+  o.total_steps = 4;
+  auto resumed = GrpoTrainer::Create(o);
+  ASSERT_TRUE(resumed.ok());
+  ASSERT_TRUE((*resumed)->Resume().ok());
+  auto rest = (*resumed)->Run(nullptr, nullptr);
+  ASSERT_TRUE(rest.ok()) << rest.status().message();
+  EXPECT_EQ(rest->policy_version, 5u);
+  auto client = llm::Client::Create(o.endpoints);
+  ASSERT_TRUE(client.ok());
+  auto listed = (*client)->Models("policy").get();
+  ASSERT_TRUE(listed.ok()) << listed.status().message();
+  std::vector<std::string> adapters;
+  for (const auto& m : *listed) {
+    if (m.id.rfind("policy-v", 0) == 0) adapters.push_back(m.id);
+  }
+  std::sort(adapters.begin(), adapters.end());
+  EXPECT_EQ(adapters, (std::vector<std::string>{"policy-v4", "policy-v5"}));
 }
 
 // --- data-parallel learner ranks ----------------------------------------------------------------

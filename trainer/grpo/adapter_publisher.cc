@@ -38,6 +38,14 @@ std::string AdapterPublisher::url() const {
 Status AdapterPublisher::Publish(const models::CausalLMImpl& model, uint64_t version) {
   const std::string dir = AdapterDir(version);
   ALLOT_RETURN_IF_ERROR(models::SaveAdapter(model, dir, options_.base_model));
+  if (auto it = loaded_.find(version); it != loaded_.end()) {
+    // Served already (adopted from an earlier learner process): the endpoint refuses a second
+    // load under one name, so the old one goes first and ours is loaded and proven in its place.
+    Status s = client_->UnloadLoraAdapter(options_.endpoint, it->second).get();
+    if (!s.ok())
+      spdlog::warn("grpo: could not unload {} from {}: {}", it->second, url(), s.message());
+    loaded_.erase(it);
+  }
   return LoadAndVerify(version);
 }
 
@@ -75,6 +83,15 @@ Status AdapterPublisher::LoadAndVerify(uint64_t version) {
   return Unavailable("policy endpoint " + url() + " does not serve adapter '" + name +
                      "' (version " + std::to_string(version) + ") after " +
                      std::to_string(options_.retries) + " attempts: " + last.message());
+}
+
+void AdapterPublisher::AdoptServed() {
+  auto models = client_->Models(options_.endpoint).get();
+  if (!models.ok()) return;
+  for (const auto& m : *models) {
+    const uint64_t v = VersionOf(m.id);
+    if (v > 0 && loaded_.count(v) == 0) loaded_[v] = m.id;
+  }
 }
 
 void AdapterPublisher::UnloadBelow(uint64_t keep_from) {

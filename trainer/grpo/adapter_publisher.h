@@ -38,11 +38,17 @@ class AdapterPublisher {
   AdapterPublisher(llm::Client* client, PublisherOptions options)
       : client_(client), options_(std::move(options)) {}
 
-  // Writes the model's adapter as version `version`, loads it and proves it is served.
+  // Writes the model's adapter as version `version`, loads it and proves it is served. A version
+  // the endpoint already serves under this name (adopted) is unloaded and loaded again.
   Status Publish(const models::CausalLMImpl& model, uint64_t version);
 
   // Unloads every loaded version below `keep_from` (best effort; failures are logged).
   void UnloadBelow(uint64_t keep_from);
+
+  // Takes over the versions of this publisher's prefix that the endpoint already serves (an
+  // earlier learner process of the run loaded them), so that UnloadBelow unloads them too. A
+  // resumed learner calls it before its first Publish; an unreachable endpoint adopts nothing.
+  void AdoptServed();
 
   // "<prefix>-v<N>" and the inverse (0 when `model_name` is not one of ours).
   std::string AdapterName(uint64_t version) const;

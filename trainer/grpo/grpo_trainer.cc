@@ -374,8 +374,10 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     return Status::Ok();
   };
   // Version 1 is the initial adapter; a resumed run loads its version again (the endpoint may
-  // be a fresh process).
+  // be a fresh process) and takes over the versions an earlier process left loaded there, so
+  // that they are unloaded like its own.
   if (s.version == 0) s.version = 1;
+  if (s.step > 0) s.publisher->AdoptServed();
   ALLOT_RETURN_IF_ERROR(publish(s.version));
 
   const int64_t group_size = g.group_size;
