@@ -156,6 +156,8 @@ int RunGrpoEngine(RunContext& ctx) {
   o.model_dir = cfg.model.path;
   o.load.dtype = cfg.model.dtype;
   o.load.device = cfg.model.device;
+  o.load.packing = cfg.model.packing;
+  o.load.gradient_checkpointing = cfg.model.gradient_checkpointing;
   o.logprob_chunk_tokens = cfg.model.logprob_chunk_tokens;
   o.env = cfg.env.name;
   // Workers get the resolved recipe (secrets redacted: they resolve their own keys).

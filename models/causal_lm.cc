@@ -464,6 +464,8 @@ Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const std::string& dir,
   for (const auto& item : model->named_parameters(/*recurse=*/true)) {
     ALLOT_RETURN_IF_ERROR(LoadInto(*checkpoint, source, item.key(), item.value()));
   }
+  model->set_packing(options.packing);
+  model->set_gradient_checkpointing(options.gradient_checkpointing);
   return model;
 }
 
@@ -472,10 +474,9 @@ Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const ModelConfig& conf
   LoadOptions options;
   options.dtype = config.dtype;
   options.device = config.device;
-  ALLOT_ASSIGN_OR_RETURN(std::shared_ptr<CausalLMImpl> model, Load(config.path, options));
-  model->set_packing(config.packing);
-  model->set_gradient_checkpointing(config.gradient_checkpointing);
-  return model;
+  options.packing = config.packing;
+  options.gradient_checkpointing = config.gradient_checkpointing;
+  return Load(config.path, options);
 }
 
 NamedTensors CausalLMImpl::StateTensors(bool merged) const {

@@ -76,6 +76,8 @@ struct LinearSite {
 struct LoadOptions {
   std::string dtype = "auto";  // "auto" (config.json torch_dtype), float32, bfloat16, float16
   std::string device = "cpu";
+  bool packing = true;                  // set_packing
+  bool gradient_checkpointing = false;  // set_gradient_checkpointing
 };
 
 class CausalLMImpl : public torch::nn::Module {

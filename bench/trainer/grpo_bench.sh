@@ -3,7 +3,7 @@
 # (Debian's python3-torch), same tiny Qwen2 + LoRA, same weights, same batch, same threads.
 #
 #   bench/trainer/grpo_bench.sh [BUILD_DIR]      (default: build; ALLOT_BUILD_DIR also works)
-#   THREADS=1 RUNS=5 SEED=7 bench/trainer/grpo_bench.sh
+#   THREADS=1 RUNS=5 SEED=7 ALLOT_NO_BUILD=1 bench/trainer/grpo_bench.sh
 #
 # allot_grpo_bench writes the weights, the adapter and the batch to a safetensors file;
 # grpo_torch.py reads it. The first update of each side is the agreement check (loss, grad norm
@@ -31,7 +31,8 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
   fi
 fi
 
-cmake --build "$BUILD" --target allot_grpo_bench -- -j2 >/dev/null
+# ALLOT_NO_BUILD=1: use the binary as built (e.g. when builds go through a shared lock).
+[[ -n "${ALLOT_NO_BUILD:-}" ]] || cmake --build "$BUILD" --target allot_grpo_bench -- -j2 >/dev/null
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 export OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"

@@ -104,3 +104,30 @@ TEST(PackedSequencesTest, PackedLogProbsAndGradientsEqualPadded) {
 
 }  // namespace
 }  // namespace allot::models
+
+namespace allot::models {
+namespace {
+
+// Without an adapter (every weight trainable) and with a row of length 3.
+TEST(PackedSequencesTest, FullModelPackedLogProbsEqualPadded) {
+  auto loaded = CausalLMImpl::Load(WriteTinyModel(MakeTempDir("packed_full"), {}));
+  ASSERT_TRUE(loaded.ok());
+  auto model = *loaded;
+  const at::Tensor ids = torch::tensor({0, 0, 5,  9,  3, 7, 1, 2,  //
+                                        0, 0, 0,  0,  0, 4, 8, 6,  //
+                                        2, 6, 11, 13, 1, 5, 9, 3},
+                                       torch::kLong)
+                             .view({3, 8});
+  const at::Tensor mask = (ids != 0).to(torch::kLong);
+  const at::Tensor valid = (mask.narrow(1, 0, 7) * mask.narrow(1, 1, 7)).to(torch::kFloat);
+  torch::NoGradGuard no_grad;
+  model->set_packing(true);
+  const at::Tensor packed = model->TokenLogProbs(ids, mask);
+  model->set_packing(false);
+  const at::Tensor padded = model->TokenLogProbs(ids, mask);
+  EXPECT_TRUE(torch::allclose(packed * valid, padded * valid, 1e-5, 1e-5))
+      << packed * valid << padded * valid;
+}
+
+}  // namespace
+}  // namespace allot::models

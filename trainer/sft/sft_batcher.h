@@ -7,8 +7,8 @@
 // at an epoch's end are skipped. The data cursor is therefore the step number itself, and a
 // resumed run sees exactly the batches an uninterrupted run would.
 //
-// Packing several examples into one row would need a block-diagonal attention mask, which
-// models::CausalLM does not take (its mask is per key position), so allot buckets instead.
+// With sft.packing (trainer/sft/packing.h) each micro-batch then runs as one padding-free
+// packed stream, so the padding that bucketing leaves costs nothing either.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -33,6 +33,7 @@ struct SftConfig {
   int64_t batch_size = 8;             // sequences per micro-batch
   bool shuffle = true;
   int64_t bucket_window = 16;  // micro-batches sorted by length together; 1 = off
+  bool packing = true;         // each micro-batch runs as one padding-free packed stream
   int64_t threads = 0;         // CPU threads; 0 = LibTorch's default
   OptimConfig optim;
   models::LoraConfig lora = SftDefaultLora();
@@ -66,6 +67,9 @@ struct SftConfig {
             {.doc = "length bucketing: this many micro-batches' worth of examples are sorted by "
                     "length before batching (1 = no bucketing)",
              .min = 1.0});
+    v.Field("packing", packing,
+            {.doc = "run each micro-batch packed: its examples one after another, each attending "
+                    "only to itself (block-diagonal causal mask), no padding computed"});
     v.Field("threads", threads, {.doc = "CPU threads (0 = default)", .min = 0.0});
     v.Field("optim", optim);
     v.Field("lora", lora, {.doc = "train a LoRA adapter instead of all weights (enabled: true)"});

@@ -23,6 +23,7 @@
 #include "trainer/optim/grad_accumulation.h"
 #include "trainer/optim/grad_clip.h"
 #include "trainer/optim/optimizer_state.h"
+#include "trainer/sft/packing.h"
 #include "trainer/sft/sft_loss.h"
 
 namespace allot::trainer {
@@ -58,6 +59,7 @@ Result<std::shared_ptr<models::CausalLMImpl>> BuildModel(const SftRunOptions& o)
       item.value().zero_();  // Qwen2's q/k/v biases
     }
   }
+  model->set_gradient_checkpointing(o.model.gradient_checkpointing);
   return model;
 }
 
@@ -216,7 +218,10 @@ Result<SftStepStats> SftTrainer::Step() {
   TokenAccumulator acc(stats.loss_tokens);
   optimizer_->zero_grad();
   for (const auto& mb : micro) {
-    acc.Scale(CompletionLossSum(*model_, mb, options_.model.logprob_chunk_tokens)).backward();
+    const int64_t chunk = options_.model.logprob_chunk_tokens;
+    acc.Scale(options_.sft.packing ? PackedCompletionLossSum(*model_, mb, chunk)
+                                   : CompletionLossSum(*model_, mb, chunk))
+        .backward();
   }
   stats.loss = acc.mean_loss();
   if (comm != nullptr) {
