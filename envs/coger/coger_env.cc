@@ -121,9 +121,18 @@ Result<CogerItem> ParseCogerItem(const std::string& text, rewards::AnswerFormat 
     if (!parsed.ok()) return parsed.status().Annotate("dataset_item.answer_format");
     item.format = *parsed;
   }
+  // Top level (allot eval), or under "extra" as the grpo engine sends a dataset's extra fields.
+  const nlohmann::json* level = nullptr;
   if (auto it = j.find("min_level"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return InvalidArgument("dataset_item.min_level: not an integer");
-    item.min_level = it->get<int>();
+    level = &*it;
+  } else if (auto ex = j.find("extra"); ex != j.end() && ex->is_object()) {
+    if (auto e = ex->find("min_level"); e != ex->end() && !e->is_null()) level = &*e;
+  }
+  if (level != nullptr) {
+    if (!level->is_number_integer()) {
+      return InvalidArgument("dataset_item.min_level: not an integer");
+    }
+    item.min_level = level->get<int>();
   }
   return item;
 }

@@ -30,5 +30,22 @@ TEST(CogerEnvConfigTest, EnvConfigPlaceholdersResolveInTheWorkersEnvironment) {
   ::unsetenv("ALLOT_TEST_COGER_ROUTER_URL");
 }
 
+// The grpo engine sends a dataset's extra fields under "extra"; allot eval puts min_level at
+// the top. Before, the nested one was ignored, so `lmin.oracle: dataset` had no L_min in
+// training and every hierarchy (and total) reward was 0.
+TEST(CogerEnvConfigTest, MinLevelIsReadAtTheTopOrUnderExtra) {
+  const auto format = rewards::AnswerFormat::kBoxed;
+  auto top = ParseCogerItem(R"({"question": "q", "answer": "1", "min_level": 2})", format);
+  ASSERT_TRUE(top.ok()) << top.status().ToString();
+  EXPECT_EQ(top->min_level, 2);
+  auto nested = ParseCogerItem(
+      R"({"question": "q", "answer": "1", "extra": {"kind": "fact", "min_level": 4}})", format);
+  ASSERT_TRUE(nested.ok()) << nested.status().ToString();
+  EXPECT_EQ(nested->min_level, 4);
+  EXPECT_FALSE(
+      ParseCogerItem(R"({"question": "q", "answer": "1", "extra": {"min_level": "4"}})", format)
+          .ok());
+}
+
 }  // namespace
 }  // namespace allot::envs::coger
