@@ -437,6 +437,31 @@ TEST_F(DeepToolEnvTest, BuildsFromAWholeRecipe) {
   EXPECT_EQ((*env)->config().rewards.terms.size(), 1u);
 }
 
+// Interleaved against the real bubblewrap sandbox: a program's traceback becomes the masked
+// observation the next step reads.
+class DeepToolSandboxIntegrationTest : public DeepToolEnvTest {};
+
+TEST_F(DeepToolSandboxIntegrationTest, InterleavedCodeRunsInTheRealSandbox) {
+  server_.Script(
+      "/v1/completions",
+      {Reply::Json(Sampled("<think>\nt\n</think>\n<code>\nprint(7)\nprint(1/0)\n</code>", {11})),
+       Reply::Json(Sampled(kStep2, {21}))});
+  DeepToolEnvConfig c = Config();
+  c.tools.sandbox.wall_timeout_s = 5;
+  auto env = DeepToolEnv::Create(c);  // execute_python from tools.code
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  runtime::Trajectory t = Run(**env, WholeItem());
+  EXPECT_FALSE(t.failure.failed()) << t.failure.message;
+  ASSERT_EQ(t.segments.size(), 4u);
+  ASSERT_EQ(t.segments[2].role, SegmentRole::kTool);
+  std::string obs;
+  for (int64_t id : t.segments[2].ids) obs += static_cast<char>(id - 1000);
+  EXPECT_EQ(obs.rfind("\n<observation>\n7\nTraceback (most recent call last):", 0), 0u) << obs;
+  EXPECT_NE(obs.find("ZeroDivisionError"), std::string::npos) << obs;
+  EXPECT_EQ(t.tool_calls, 1u);
+  EXPECT_EQ(t.reward, 1.0);
+}
+
 // configs/deeptool.yaml as the GRPO learner sends it (the whole recipe): the paper's numbers
 // reach the env, and a step instance from `allot deeptool steps` runs under it.
 TEST_F(DeepToolEnvTest, ThePaperRecipeBuildsTheEnvAndRunsAStepInstance) {
