@@ -11,7 +11,7 @@
 #                       other than coger is trained (allot train) against the same servers
 #   --no-setup          skip scripts/setup.sh (dependencies and build)
 #   --steps N           override trainer.total_steps
-#   --eval-items N      test items per evaluation (default 48, spread over every difficulty)
+#   --eval-items N      test items per evaluation (default 96, spread over every difficulty)
 #   --pool DIR          the tiers, one model directory each (default assets/tinyworld/pool)
 #   --out DIR           run directory (default runs/quickstart-<time>)
 #   --set KEY=VALUE     passed to allot train (repeatable)
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 recipe=coger
 setup=1
 steps=""
-eval_items=48
+eval_items=96
 pool=${ALLOT_TW_POOL:-assets/tinyworld/pool}
 run_dir=""
 overrides=()
