@@ -383,9 +383,12 @@ at::Tensor CausalLMImpl::RunDecoder(const at::Tensor& input_ids, const at::Tenso
       h = layer->forward(h, cos, sin, allowed, nullptr, index, segments);
       continue;
     }
+    // The recomputation runs in backward, after the caller's segment list is gone: keep a copy.
+    std::shared_ptr<const std::vector<int64_t>> segs;
+    if (segments != nullptr) segs = std::make_shared<const std::vector<int64_t>>(*segments);
     h = CheckpointedForward(
-        [layer, cos, sin, allowed, index, segments](const at::Tensor& x) {
-          return layer->forward(x, cos, sin, allowed, nullptr, index, segments);
+        [layer, cos, sin, allowed, index, segs](const at::Tensor& x) {
+          return layer->forward(x, cos, sin, allowed, nullptr, index, segs.get());
         },
         h, trainable);
   }

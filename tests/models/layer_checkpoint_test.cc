@@ -71,6 +71,26 @@ TEST(LayerCheckpointTest, DropoutMasksReplayInRecomputation) {
   EXPECT_EQ(torch::rand({1}).item<double>(), after_plain);
 }
 
+// Packed batches (TokenLogProbs packs a padded batch): the segment list must outlive forward.
+TEST(LayerCheckpointTest, PackedBatchGradientsEqual) {
+  auto model = LoadTiny(0.0);
+  at::Tensor ids = torch::randint(1, 64, {3, 20}, torch::kLong);
+  at::Tensor mask = torch::ones({3, 20}, torch::kLong);
+  mask[0].narrow(0, 0, 12).zero_();
+  mask[2].narrow(0, 0, 5).zero_();
+  auto grads = [&](bool checkpoint) {
+    model->train();
+    model->set_packing(true);
+    model->set_gradient_checkpointing(checkpoint);
+    for (auto& p : model->LoraParameters()) p.mutable_grad() = at::Tensor();
+    model->TokenLogProbs(ids, mask).sum().backward();
+    std::vector<at::Tensor> out;
+    for (auto& p : model->LoraParameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  ExpectSameGrads(grads(false), grads(true));
+}
+
 TEST(LayerCheckpointTest, FullFineTuningGradientsEqual) {
   TinyModelOptions o;
   auto loaded = CausalLMImpl::Load(WriteTinyModel(MakeTempDir("ckpt_full"), o));
