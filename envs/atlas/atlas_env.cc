@@ -125,22 +125,10 @@ std::string Joined(const std::vector<std::string>& parts) {
 }  // namespace
 
 Status ResolvePrompts(AtlasPrompts& p) {
-  for (const PromptSlot& slot : PromptSlots()) {
-    std::string& text = p.*slot.text;
-    const std::string field = std::string("atlas.prompts.") + slot.name;
-    if (text.empty()) {
-      Result<std::string> loaded = runtime::LoadTemplateFile(p.dir + "/" + slot.name + ".txt");
-      if (!loaded.ok()) return loaded.status().Annotate(field);
-      text = std::move(loaded).value();
-    }
-    std::map<std::string, std::string> vars;
-    for (const std::string& v : slot.vars) vars[v] = "x";
-    ALLOT_RETURN_IF_ERROR(runtime::RenderTemplate(text, vars, field).status());
-    if (!slot.vars.empty() && text.find("{{question}}") == std::string::npos) {
-      return InvalidArgument(field + ": the template never uses {{question}}");
-    }
-  }
-  return Status::Ok();
+  std::vector<runtime::PromptSlotRef> refs;
+  for (const PromptSlot& slot : PromptSlots())
+    refs.push_back({slot.name, &(p.*slot.text), slot.vars});
+  return runtime::ResolvePromptSlots(p.dir, "atlas.prompts", refs);
 }
 
 AtlasEnv::~AtlasEnv() = default;

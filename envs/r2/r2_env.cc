@@ -66,23 +66,10 @@ std::string StepsText(const std::vector<std::string>& subtasks,
 }  // namespace
 
 Status ResolvePrompts(R2Prompts& p) {
-  for (const PromptSlot& slot : PromptSlots()) {
-    std::string& text = p.*slot.text;
-    const std::string field = std::string("r2.prompts.") + slot.name;
-    if (text.empty()) {
-      Result<std::string> loaded = runtime::LoadTemplateFile(p.dir + "/" + slot.name + ".txt");
-      if (!loaded.ok()) return loaded.status().Annotate(field);
-      text = std::move(loaded).value();
-    }
-    std::map<std::string, std::string> vars;
-    for (const std::string& v : slot.vars) vars[v] = "x";
-    Result<std::string> rendered = runtime::RenderTemplate(text, vars, field);
-    if (!rendered.ok()) return rendered.status();
-    if (slot.vars[0] == "question" && text.find("{{question}}") == std::string::npos) {
-      return InvalidArgument(field + ": the template never uses {{question}}");
-    }
-  }
-  return Status::Ok();
+  std::vector<runtime::PromptSlotRef> refs;
+  for (const PromptSlot& slot : PromptSlots())
+    refs.push_back({slot.name, &(p.*slot.text), slot.vars});
+  return runtime::ResolvePromptSlots(p.dir, "r2.prompts", refs);
 }
 
 Result<R2Item> ParseR2Item(const std::string& text, rewards::AnswerFormat default_format) {

@@ -23,4 +23,18 @@ std::vector<std::string> TemplatePlaceholders(std::string_view tmpl);
 // Reads a template file (at most 1 MiB).
 Result<std::string> LoadTemplateFile(const std::string& path);
 
+// One template of an env's prompt set: its file name under the prompts folder (without .txt),
+// where its text lives, and the placeholders it may use.
+struct PromptSlotRef {
+  std::string name;
+  std::string* text;
+  std::vector<std::string> vars;
+};
+
+// Fills every empty slot from `dir`/<name>.txt, then checks each template: a placeholder
+// outside the slot's vars is an error, and a slot whose first var is "question" must use it.
+// Errors name `prefix`.<name> (e.g. "coger.prompts.router").
+Status ResolvePromptSlots(const std::string& dir, std::string_view prefix,
+                          const std::vector<PromptSlotRef>& slots);
+
 }  // namespace allot::envs::runtime
