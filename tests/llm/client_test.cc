@@ -58,7 +58,9 @@ TEST(ClientTest, TokenIdPromptAndLogprobsRoundTripWithAccounting) {
   const std::vector<int64_t> out = {19, 151645};
   const std::vector<double> lps = {-0.0123456789012345, -1e-7};
   std::atomic<bool> auth_ok{false};
-  server.SetHandler([&](const testing::ServerRequest& req) {
+  // The vectors are copied into the handler: they are destroyed before the server, whose
+  // connection threads would otherwise read them without any ordering TSan can see.
+  server.SetHandler([&auth_ok, prompt, out, lps](const testing::ServerRequest& req) {
     json in = json::parse(req.body);
     auth_ok =
         req.headers.count("authorization") && req.headers.at("authorization") == "Bearer sk-test";
