@@ -48,8 +48,10 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=${supp}/ub
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=${supp}/tsan.supp"
 
 echo "==> [sanitize] configure ${dir} (ALLOT_SANITIZE=${mode})"
+# No -Werror: GCC 12 warns falsely under instrumentation (maybe-uninitialized inside <regex>
+# with -fsanitize=address, seen in tests/rollout/rollout_test_util.cc); the main build keeps it.
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOT_SANITIZE="$mode" \
-  -DALLOT_BUILD_BENCH=OFF -DALLOT_BUILD_FUZZ=OFF >/dev/null
+  -DALLOT_BUILD_BENCH=OFF -DALLOT_BUILD_FUZZ=OFF -DALLOT_WERROR=OFF >/dev/null
 echo "==> [sanitize] build ${targets}"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j "$jobs" --target $targets
