@@ -137,6 +137,8 @@ Result<std::unique_ptr<DeepToolEnv>> DeepToolEnv::FromConfigText(const std::stri
   DeepToolEnvConfig config;
   if (!text.empty()) {
     ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
+    // ${VAR} placeholders a learner's recipe keeps are this process's to resolve.
+    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
     if (node.is_map() && node.Find("env") != nullptr) {
       // A whole recipe (what the GRPO learner sends): env.deeptool plus the pool, gpu, rewards
       // and tools sections; the trainer's own sections are not the env's business.

@@ -164,6 +164,8 @@ Result<std::unique_ptr<R2Env>> R2Env::FromConfigText(const std::string& text) {
   R2EnvConfig config;
   if (!text.empty()) {
     ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
+    // ${VAR} placeholders a learner's recipe keeps are this process's to resolve.
+    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
     if (node.is_map() && node.Find("env") != nullptr) {
       // A whole recipe (what the GRPO learner sends): env.r2 plus the pool, gpu and rewards.
       config::ConfigNode view = config::ConfigNode::Map(node.origin());

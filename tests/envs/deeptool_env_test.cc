@@ -437,6 +437,23 @@ TEST_F(DeepToolEnvTest, BuildsFromAWholeRecipe) {
   EXPECT_EQ((*env)->config().rewards.terms.size(), 1u);
 }
 
+// The learner's recipe keeps ${VAR} placeholders; the worker building the env resolves them.
+TEST_F(DeepToolEnvTest, ResolvesPlaceholdersOfTheLearnersRecipe) {
+  const std::string recipe =
+      "trainer: {algorithm: grpo}\n"
+      "env:\n  name: deeptool\n  deeptool:\n    mode: stepwise\n"
+      "    prompts: {dir: " +
+      std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/deeptool}\n" +
+      "rewards:\n  terms: [{name: action, weight: 1.0}]\n" +
+      "endpoints:\n  - {name: policy, base_url: '${ALLOT_TEST_DEEPTOOL_UNSET_URL:-" +
+      server_.url() + "}', model: p}\n";
+  auto env = DeepToolEnv::FromConfigText(recipe);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  const std::string text = env.value()->ConfigText();
+  EXPECT_EQ(text.find("${"), std::string::npos) << text;
+  EXPECT_NE(text.find(server_.url()), std::string::npos) << text;
+}
+
 // Interleaved against the real bubblewrap sandbox: a program's traceback becomes the masked
 // observation the next step reads.
 class DeepToolSandboxIntegrationTest : public DeepToolEnvTest {};

@@ -337,6 +337,21 @@ TEST_F(R2EnvTest, BuildsFromAWholeRecipe) {
   EXPECT_EQ((*env)->pool(), (std::vector<std::string>{"small"}));
 }
 
+// The learner's recipe keeps ${VAR} placeholders; the worker building the env resolves them
+// (before, the placeholder itself reached the client as a URL and every episode failed).
+TEST_F(R2EnvTest, ResolvesPlaceholdersOfTheLearnersRecipe) {
+  const std::string recipe = "env: {name: r2, r2: {policy_endpoint: router, prompts: {dir: " +
+                             std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/r2}}}\n" +
+                             "trainer: {algorithm: grpo}\nendpoints:\n" +
+                             "  - {name: router, base_url: " + server_.url() + ", model: r}\n" +
+                             "  - {name: small, base_url: \"${ALLOT_TEST_R2_UNSET_URL:-" +
+                             server_.url() + "}\", model: s}\n";
+  auto env = R2Env::FromConfigText(recipe);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  ASSERT_NE((*env)->client().endpoint("small"), nullptr);
+  EXPECT_EQ((*env)->client().endpoint("small")->base_url.rfind(server_.url(), 0), 0u);
+}
+
 TEST(SubtaskPlanTest, ParsesNumberedSubtasksInSeveralForms) {
   auto a = ParseSubtasks("Plan:\nSubtask 1: add\n  the numbers\nSubtask 2: double", 12);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
