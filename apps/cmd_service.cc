@@ -69,6 +69,13 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
                      "dotted override, e.g. --set rollout.worker.threads=4");
   worker->callback([=] {
     LoadedConfig loaded;
+    if (wa->config.empty() && !wa->overrides.empty()) {
+      // Without a recipe there is nothing to override: refused, never silently ignored.
+      std::cerr << "allot rollout-worker: --set " << wa->overrides.front()
+                << " needs -c/--config (the recipe whose rollout.worker section it overrides)\n";
+      *exit_code = kExitError;
+      return;
+    }
     if (!wa->config.empty()) {
       auto l = LoadConfig(wa->config, wa->overrides);
       if (!l.ok()) {

@@ -109,5 +109,12 @@ TEST_F(ConfigStrictnessIntegrationTest, SetOverridesOfResumeAreChecked) {
   EXPECT_FALSE(Has(c, "has no effect")) << c.output;
 }
 
+// A worker's --set without a recipe used to be dropped in silence (the worker ran on defaults).
+TEST_F(ConfigStrictnessIntegrationTest, WorkerSetWithoutARecipeIsRefused) {
+  auto a = Allot("rollout-worker --listen 127.0.0.1:0 --set rollout.worker.threads=4");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "--set rollout.worker.threads=4 needs -c/--config")) << a.output;
+}
+
 }  // namespace
 }  // namespace allot::trainer
