@@ -195,6 +195,12 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
     const v1::Trajectory& traj = finished->trajectory;
     if (traj.failure().reason() != v1::FAILURE_REASON_NONE) {
       ++failed_episodes_;
+      // Say why, without flooding the log: the first few failures, then every 100th.
+      if (failed_episodes_ <= 5 || failed_episodes_ % 100 == 0) {
+        spdlog::warn("dqn.distributed: episode from {} failed ({}): {} [{} failed so far]",
+                     finished->worker, v1::FailureReason_Name(traj.failure().reason()),
+                     traj.failure().message(), failed_episodes_);
+      }
       if (++consecutive_failures >= 100) {
         status = Unavailable("dqn.distributed: 100 episodes failed in a row; last from " +
                              finished->worker + ": " + traj.failure().message());
