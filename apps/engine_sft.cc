@@ -47,6 +47,12 @@ Status CheckSftRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
               ": trainer.total_steps has no effect while sft.epochs is set (" +
               std::to_string(cfg.sft.epochs) + ")";
   }
+  // model.packing is the GRPO log-prob pass's knob; SFT packs by sft.packing.
+  const config::ConfigNode* model = written.Find("model");
+  if (const config::ConfigNode* packing = model == nullptr ? nullptr : model->Find("packing")) {
+    errors += "\n  " + packing->origin().ToString() +
+              ": model.packing has no effect under the sft engine (set sft.packing)";
+  }
   if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
   return trainer::ValidateSftConfig(cfg.sft);
 }

@@ -109,6 +109,13 @@ TEST_F(ConfigStrictnessIntegrationTest, SetOverridesOfResumeAreChecked) {
   EXPECT_FALSE(Has(c, "has no effect")) << c.output;
 }
 
+// model.packing is read by the grpo engine only; under sft it did nothing (sft.packing does).
+TEST_F(ConfigStrictnessIntegrationTest, ModelPackingUnderSftIsRefused) {
+  auto a = Allot("sft -c " + sft_ + Out() + " --set model.packing=false");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "model.packing has no effect under the sft engine")) << a.output;
+}
+
 // A worker's --set without a recipe used to be dropped in silence (the worker ran on defaults).
 TEST_F(ConfigStrictnessIntegrationTest, WorkerSetWithoutARecipeIsRefused) {
   auto a = Allot("rollout-worker --listen 127.0.0.1:0 --set rollout.worker.threads=4");
