@@ -1,5 +1,6 @@
 // allot train | resume | sft | eval | export
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -83,6 +84,11 @@ int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
   }
   spdlog::info("{} run '{}' in {} ({})", resume ? "resuming" : "starting", cfg.run.name,
                run->path(), cfg.trainer.algorithm);
+  if ((*comm)->distributed()) {
+    // One line per rank: which process is which rank (the launcher's messages name ranks).
+    spdlog::info("learner rank {} of {} (pid {})", (*comm)->rank(), (*comm)->world_size(),
+                 static_cast<long>(::getpid()));
+  }
   RunContext ctx{loaded, *run, resume};
   return engine(ctx);
 }

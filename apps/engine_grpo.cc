@@ -229,7 +229,11 @@ int RunGrpoEngine(RunContext& ctx) {
     std::cerr << "allot: " << summary.status().message() << "\n";
     return kExitError;
   }
-  if (!rank0) return kExitOk;
+  if (!rank0) {
+    spdlog::info("rank {} of {}: {} steps trained on its shard, policy version {}",
+                 (*comm)->rank(), (*comm)->world_size(), summary->steps, summary->policy_version);
+    return kExitOk;
+  }
   WriteCurves(ctx.run);
   spdlog::info("done: {} steps, policy version {}; adapters in {}/adapters; metrics: {}",
                summary->steps, summary->policy_version, ctx.run.path(), ctx.run.metrics_path());
