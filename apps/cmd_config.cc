@@ -5,6 +5,7 @@
 
 #include "apps/allot_config.h"
 #include "apps/commands.h"
+#include "apps/engines.h"
 
 namespace allot::apps {
 namespace {
@@ -15,10 +16,16 @@ struct ConfigArgs {
   bool with_docs = false;
 };
 
+// The schema check, then the check `allot train` makes before a run starts: a section or knob
+// the recipe's engine (trainer.algorithm) does not read is an error here too.
 int Validate(const ConfigArgs& a) {
   auto loaded = LoadConfig(a.file, a.overrides);
   if (!loaded.ok()) {
     std::cerr << loaded.status().message() << "\n";
+    return kExitError;
+  }
+  if (Status engine = CheckRecipe(*loaded, a.overrides, /*resume=*/false); !engine.ok()) {
+    std::cerr << engine.message() << "\n";
     return kExitError;
   }
   std::cout << a.file << ": OK\n";
