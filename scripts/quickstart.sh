@@ -8,7 +8,10 @@
 #
 # Usage: scripts/quickstart.sh [options]
 #   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a recipe
-#                       other than coger is trained (allot train) against the same servers
+#                       other than coger is trained (allot train) against the same servers, an
+#                       ATLAS recipe (env atlas, nothing to train) is evaluated (allot eval
+#                       --method all) on the eval subset, and r2 trains on the items a
+#                       tool-free decomposition can solve
 #   --no-setup          skip scripts/setup.sh (dependencies and build)
 #   --steps N           override trainer.total_steps
 #   --eval-items N      test items per evaluation (default 96, spread over every difficulty)
@@ -34,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --pool) pool=$2; shift 2 ;;
     --out) run_dir=$2; shift 2 ;;
     --set) overrides+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "quickstart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -110,6 +113,13 @@ export ALLOT_TINYWORLD_DIR=$(realpath "$data")
 python3 "$tools" split-data "$ALLOT_TINYWORLD_DIR/test.jsonl" "$ALLOT_TINYWORLD_DIR/train.jsonl" \
   "$run_dir" "$eval_items" 0
 export ALLOT_QS_TRAIN_DATA=$run_dir/train.jsonl ALLOT_QS_EVAL_DATA=$run_dir/eval.jsonl
+env_name=$("$ALLOT" config print "$recipe_file" 2> /dev/null |
+           sed -n '/^env:/,/^[^ ]/s/^  name: *\([a-z0-9_]*\).*/\1/p' | head -1 || true)
+if [[ $env_name == atlas && ( -n $steps || ${#overrides[@]} -gt 0 ) ]]; then
+  echo "quickstart.sh: $recipe_file is an evaluation (env atlas): --steps and --set do not apply" >&2
+  exit 2
+fi
+if [[ $env_name == r2 ]]; then python3 "$tools" keep-decomposable "$ALLOT_QS_TRAIN_DATA"; fi
 
 # --- servers: one `allot serve` per tier, on free ports ------------------------------------
 needs_llm=1
@@ -145,7 +155,8 @@ if [[ $needs_llm == 1 ]]; then
     export "$var=$url"
     echo "    $t: $url ($var)"
   done
-
+fi
+if [[ $needs_llm == 1 && $env_name != atlas ]]; then  # ATLAS evaluates in this process
   # --- two rollout workers ----------------------------------------------------------------
   for w in A B; do
     rm -f "$logs/worker-$w.addr"
@@ -167,9 +178,20 @@ fi
 train_args=(train -c "$recipe_file" --set "run.output_dir=$run_dir" --name train "${overrides[@]}")
 [[ -n $steps ]] && train_args+=(--set "trainer.total_steps=$steps")
 
+if [[ $env_name == atlas ]]; then
+  # ATLAS trains nothing: the orchestrator and the integrator ablation on the eval subset.
+  eval_args=(eval "$run_dir" -c "$recipe_file" --method all --json "$run_dir/eval/atlas.json")
+  say "allot ${eval_args[*]} ($eval_items test items)"
+  run "$ALLOT" "${eval_args[@]}"
+  say "done in $(( $(date +%s) - started )) s: $run_dir/eval/atlas.json"
+  exit 0
+fi
 if [[ $recipe != coger ]]; then
   say "allot ${train_args[*]}"
   run "$ALLOT" "${train_args[@]}"
+  if [[ -f $run_dir/train/metrics.jsonl ]]; then
+    python3 "$tools" train-summary "$run_dir/train/metrics.jsonl" || true
+  fi
   say "done in $(( $(date +%s) - started )) s: $run_dir/train"
   exit 0
 fi

@@ -9,6 +9,9 @@
   table OUT BEFORE.json... -- AFTER.json...
                                          the before/after table (text) and points.dat for the plot
   reward-data METRICS OUT                step and reward/mean from metrics.jsonl
+  keep-decomposable JSONL                keep the items solvable without a tool (min_level <= 3)
+                                         whose reference solution has two steps or more
+  train-summary METRICS                  reward and cost per episode, first and last quarter
 """
 import hashlib
 import json
@@ -157,6 +160,51 @@ def reward_data(metrics, out):
     return 0
 
 
+def keep_decomposable(path):
+    # R2-Reasoner decomposes a task into subtasks for tool-less models: the tiny world's items
+    # that need the knowledge tool (min_level 4) or have a one-step solution give it nothing to do.
+    with open(path) as f:
+        rows = [line for line in f if line.strip()]
+    kept = [r for r in rows
+            if json.loads(r).get("min_level", 1) <= 3
+            and json.loads(r).get("solution", "").count("Step ") >= 2]
+    if not kept:
+        print(f"{path}: no item with min_level <= 3 and two solution steps", file=sys.stderr)
+        return 1
+    with open(path, "w") as f:
+        f.writelines(kept)
+    print(f"train: {len(kept)} of {len(rows)} items have a tool-free multi-step solution")
+    return 0
+
+
+def train_summary(metrics):
+    rows = []
+    with open(metrics) as f:
+        for line in f:
+            try:
+                j = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "reward/mean" in j:
+                rows.append(j)
+    if not rows:
+        print(f"{metrics}: no reward/mean logged", file=sys.stderr)
+        return 1
+    q = max(len(rows) // 4, 1)
+
+    def mean(part, key):
+        vals = [r[key] for r in part if isinstance(r.get(key), (int, float))]
+        return sum(vals) / len(vals) if vals else float("nan")
+    cost_key = next((k for k in ("cost_usd_per_episode", "cost/usd_per_episode")
+                     if any(k in r for r in rows)), None)
+    for label, part in (("first", rows[:q]), ("last", rows[-q:])):
+        line = f"{label} {len(part)} steps: reward/mean {mean(part, 'reward/mean'):.3f}"
+        if cost_key:
+            line += f", {cost_key} {mean(part, cost_key):.3e}"
+        print(line)
+    return 0
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -175,6 +223,10 @@ def main(argv):
         return table(args[0], args[1:])
     if cmd == "reward-data" and len(args) == 2:
         return reward_data(*args)
+    if cmd == "keep-decomposable" and len(args) == 1:
+        return keep_decomposable(*args)
+    if cmd == "train-summary" and len(args) == 1:
+        return train_summary(*args)
     print(__doc__, file=sys.stderr)
     return 2
 
