@@ -20,6 +20,15 @@ double EstimateEnergyJoules(double num_params, int64_t tokens, double tdp_watts,
   return 2.0 * num_params * static_cast<double>(tokens) * (tdp_watts / peak_flops);
 }
 
+CostUsage CostUsageFrom(const llm::UsageTotals& totals) {
+  CostUsage u;
+  u.cost_usd = totals.cost_usd;
+  u.energy_joules = totals.energy_j;
+  u.prompt_tokens = totals.prompt_tokens;
+  u.completion_tokens = totals.completion_tokens;
+  return u;
+}
+
 Result<double> ApiCostReward::Compute(const RewardInput& input) const {
   return Scaled(input.usage.cost_usd, config_.usd_scale, "cost_usd");
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config/schema.h"
+#include "llm/accounting.h"
 #include "rewards/reward_term.h"
 
 namespace allot::rewards {
@@ -30,6 +31,11 @@ struct CostRewardConfig {
 // dense BF16 FLOP/s), the paper's assumption.
 double EstimateEnergyJoules(double num_params, int64_t tokens, double tdp_watts = 400.0,
                             double peak_flops = 312e12);
+
+// What these terms read, from an episode's accounting (envs/runtime/episode.h: usage().total,
+// every call the episode made to any endpoint). An env fills RewardInput::usage with it before
+// computing rewards; left empty, every cost term scores 0.
+CostUsage CostUsageFrom(const llm::UsageTotals& totals);
 
 class ApiCostReward : public RewardTerm {
  public:

@@ -383,6 +383,10 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
   in.reference = item->reference;
   in.format = item->format;
   in.min_level = item->min_level;
+  // The cost terms (api_cost, energy, tokens) charge every call the routing decision caused:
+  // the router's, the L2/L3 model's, CoTool's turns and its reasoning-in-tool reads. The
+  // L_min solver's calls below are the reward's own and are accounted, not charged.
+  in.usage = rewards::CostUsageFrom(ep.usage().total);
   llm::UsageReport oracle_usage;
   Result<rewards::RewardBreakdown> b = [&] {
     OracleUsageScope scope(&oracle_usage);

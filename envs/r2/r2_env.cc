@@ -352,10 +352,7 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
   in.reference = item->reference;
   in.format = item->format;
   auto score = [&]() {
-    in.usage.cost_usd = ep.usage().total.cost_usd;
-    in.usage.energy_joules = ep.usage().total.energy_j;
-    in.usage.prompt_tokens = ep.usage().total.prompt_tokens;
-    in.usage.completion_tokens = ep.usage().total.completion_tokens;
+    in.usage = rewards::CostUsageFrom(ep.usage().total);
     Result<rewards::RewardBreakdown> b = reward_->Compute(in);
     if (!b.ok()) return finish(b.status(), FailureReason::kEnvError);
     for (const auto& term : config_.rewards.terms) traj.SetReward(term.name, b->values[term.name]);

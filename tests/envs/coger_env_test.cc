@@ -189,6 +189,37 @@ TEST_F(CogerEnvTest, L4RunsCoToolWithRules) {
   EXPECT_EQ(t.usage.by_endpoint.at("large").calls, 3);
 }
 
+// The cost terms (R2-Reasoner Sec. 5.1) charge every call the route caused: the router, then
+// CoTool's two turns on the large model and its reasoning-in-tool read in between. Each
+// scripted reply reports 10 prompt tokens and one completion token per sampled id, priced at
+// $1/M input and $2/M output, 1e9 parameters on the default A100 profile.
+TEST_F(CogerEnvTest, CostTermsSeeTheTokensOfEveryEndpointTheEpisodeCalled) {
+  const std::string turn1 =
+      "I need the product. <|begin_tool_query|> calculate 12*12 <|end_tool_query|>";
+  server_.Script("/v1/completions",
+                 {Reply::Json(Sampled("<question_level>L4</question_level>", {5})),
+                  Reply::Json(Sampled(turn1, {31, 32, 33}, "stop", "<|end_tool_query|>")),
+                  Reply::Json(Sampled("The tool says 144. Next: answer.", {41})),
+                  Reply::Json(Sampled(" Therefore \\boxed{144}", {34, 35}))});
+  CogerEnvConfig c = Config();
+  c.rewards.terms = {{"accuracy", 1.0}, {"tokens", 0.5}, {"api_cost", 2.0}, {"energy", 1.0}};
+  auto env = Make(c);
+  ASSERT_NE(env, nullptr);
+  runtime::Trajectory t = Run(*env);
+  EXPECT_FALSE(t.failure.failed()) << t.failure.message;
+  ASSERT_EQ(t.usage.total.calls, 4);
+
+  const double prompt = 4 * 10, completion = 1 + 3 + 1 + 2;
+  const double tokens = -(prompt + completion) / 1000.0;                  // tokens_scale
+  const double cost = -((prompt * 1.0 + completion * 2.0) / 1e6) / 0.01;  // usd_scale
+  const double energy = -(2.0 * 1e9 * (prompt + completion) * 400.0 / 312e12) / 1000.0;
+  EXPECT_NEAR(RewardOf(t, "tokens"), tokens, 1e-12);
+  EXPECT_NEAR(RewardOf(t, "api_cost"), cost, 1e-12);
+  EXPECT_NEAR(RewardOf(t, "energy"), energy, 1e-12);
+  EXPECT_EQ(RewardOf(t, "accuracy"), 1.0);
+  EXPECT_NEAR(t.reward, 1.0 + 0.5 * tokens + 2.0 * cost + energy, 1e-12);
+}
+
 TEST_F(CogerEnvTest, L4WithTheJsonToolSelectionPrompt) {
   CogerEnvConfig c = Config();
   c.coger.cotool.selector = "llm";
