@@ -295,7 +295,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                    "(RLoT's training set) to this JSONL file");
   eval->add_option("--adapter", ev->adapter,
                    "coger: route with this LoRA adapter of the router endpoint (a trained "
-                   "router, e.g. policy-v40: the last version a grpo run published)");
+                   "router, e.g. my-run-v40: the last version the grpo run 'my-run' published)");
   eval->callback([=] { *exit_code = Eval(*ev); });
 
   struct ExportArgs {

@@ -163,6 +163,9 @@ int RunGrpoEngine(RunContext& ctx) {
   // Workers get the resolved recipe (secrets redacted: they resolve their own keys).
   o.env_config = ResolvedYaml(ctx.loaded);
   o.run_dir = ctx.run.path();
+  // Adapters are served as "<run name>-v<N>" (a valid name: core/run_directory.h), so that runs
+  // restarted against one long-lived vLLM or allot serve never collide.
+  o.adapter_prefix = ctx.run.name();
   o.checkpoint_dir = ctx.run.checkpoints_dir();
   o.checkpoint_every = cfg.checkpoint.every;
   o.keep_last = cfg.checkpoint.keep_last;

@@ -236,6 +236,10 @@ TEST(ServedPolicyVersionTest, TheReplysAdapterNameDecides) {
   EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "Qwen2-7B"), 0u);  // the base model: unknown
   EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "other-v8"), 0u);  // another policy
   EXPECT_EQ(ServedPolicyVersion("policy-v7", 7, "policy-vx"), 0u);
+  // The prefix is the run's name, which may itself end like a version.
+  EXPECT_EQ(ServedPolicyVersion("exp-v2-v7", 7, "exp-v2-v9"), 9u);
+  EXPECT_EQ(ServedPolicyVersion("exp-v2-v7", 7, "exp-v9"), 0u);  // the run named "exp"
+  EXPECT_EQ(ServedPolicyVersion("exp-v7", 7, "exp-v2-v9"), 0u);
 }
 
 TEST_F(RuntimeEpisodeTest, PolicySegmentsRecordTheVersionTheEndpointReports) {

@@ -568,6 +568,66 @@ TEST(GrpoResumeIntegrationTest, ResumedLearnerUnloadsTheVersionsItsPredecessorLo
   EXPECT_EQ(adapters, (std::vector<std::string>{"policy-v4", "policy-v5"}));
 }
 
+std::vector<std::string> ServedAdapters(const GrpoRunOptions& o) {
+  auto client = llm::Client::Create(o.endpoints);
+  EXPECT_TRUE(client.ok());
+  if (!client.ok()) return {};
+  auto listed = (*client)->Models("policy").get();
+  EXPECT_TRUE(listed.ok()) << listed.status().message();
+  std::vector<std::string> adapters;
+  if (!listed.ok()) return adapters;
+  for (const auto& m : *listed) {
+    if (m.id != "tiny") adapters.push_back(m.id);
+  }
+  std::sort(adapters.begin(), adapters.end());
+  return adapters;
+}
+
+// Runs restarted against one long-lived endpoint (issue 13). Catches: a fresh run that collides
+// with the names an earlier run of the same name left loaded ("has already been loaded" at v2,
+// the first version the earlier run had not unloaded), and a fresh run that unloads another
+// run's adapters.
+TEST(GrpoSyncIntegrationTest, FreshRunsInARowShareOneEndpoint) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_again");
+  ServedTinyModel served(1);  // seeded runs repeat bit for bit: each publishes the same versions
+  auto o = TagRunOptions(served.model_dir(), served.url(), base + "/first");
+  o.total_steps = 2;
+  o.adapter_prefix = "coger";
+  auto run = [&]() -> uint64_t {
+    auto t = GrpoTrainer::Create(o);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    if (!t.ok()) return 0;
+    auto summary = (*t)->Run(nullptr, nullptr);
+    EXPECT_TRUE(summary.ok()) << summary.status().message();
+    return summary.ok() ? summary->policy_version : 0;
+  };
+  const uint64_t first = run();
+  ASSERT_GT(first, 0u);
+  // The versions within max_policy_lag of the last stay loaded after a run.
+  const std::vector<std::string> left = ServedAdapters(o);
+  ASSERT_FALSE(left.empty());
+  for (const std::string& name : left) EXPECT_EQ(name.rfind("coger-v", 0), 0u) << name;
+
+  // The same run name again (its directory elsewhere): the stale versions go first.
+  o.run_dir = base + "/again";
+  o.checkpoint_dir = o.run_dir + "/checkpoints";
+  EXPECT_EQ(run(), first);
+  EXPECT_EQ(ServedAdapters(o), left);
+
+  // Another run name publishes beside them and leaves them alone, even one that looks like a
+  // version of the first ("coger-v2-v<N>").
+  o.run_dir = base + "/other";
+  o.checkpoint_dir = o.run_dir + "/checkpoints";
+  o.adapter_prefix = "coger-v2";
+  EXPECT_EQ(run(), first);
+  std::vector<std::string> both = left;
+  for (const std::string& name : left) both.push_back("coger-v2-" + name.substr(6));
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(ServedAdapters(o), both);
+}
+
 // --- data-parallel learner ranks ----------------------------------------------------------------
 
 std::vector<at::Tensor> AdapterTensors(models::CausalLMImpl& model) {

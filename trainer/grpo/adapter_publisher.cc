@@ -94,6 +94,25 @@ void AdapterPublisher::AdoptServed() {
   }
 }
 
+int AdapterPublisher::UnloadStale() {
+  auto models = client_->Models(options_.endpoint).get();
+  if (!models.ok()) return 0;  // the first Publish reports an unreachable endpoint
+  int unloaded = 0;
+  for (const auto& m : *models) {
+    const uint64_t v = VersionOf(m.id);
+    if (v == 0 || loaded_.count(v) > 0) continue;
+    Status s = client_->UnloadLoraAdapter(options_.endpoint, m.id).get();
+    if (!s.ok()) {
+      spdlog::warn("grpo: could not unload stale adapter {} from {}: {}", m.id, url(), s.message());
+      continue;
+    }
+    spdlog::info("grpo: unloaded adapter {} from {}: an earlier run named '{}' left it loaded",
+                 m.id, url(), options_.prefix);
+    ++unloaded;
+  }
+  return unloaded;
+}
+
 void AdapterPublisher::UnloadBelow(uint64_t keep_from) {
   for (auto it = loaded_.begin(); it != loaded_.end() && it->first < keep_from;) {
     Status s = client_->UnloadLoraAdapter(options_.endpoint, it->second).get();

@@ -2,7 +2,8 @@
 //
 // After each update the learner writes the adapter in PEFT format as a new version under
 // `root`/v<N>, loads it into the policy endpoint with /v1/load_lora_adapter under the name
-// "<prefix>-v<N>" (the versioned model name vLLM and allot serve both answer with), and then
+// "<prefix>-v<N>" (the versioned model name vLLM and allot serve both answer with; the prefix
+// is the run's name, so that runs sharing one long-lived endpoint never collide), and then
 // checks /v1/models until the name is listed. Loads are retried with backoff within a timeout;
 // an endpoint that never lists the new version fails the run with an error naming its URL
 // (adapters silently never reaching the engine is verl #7495). Old versions are unloaded once
@@ -25,10 +26,10 @@
 namespace allot::trainer::grpo {
 
 struct PublisherOptions {
-  std::string endpoint;  // logical endpoint name in the llm::Client
-  std::string root;      // directory that receives v<N>/
-  std::string prefix = "policy";
-  std::string base_model;  // base_model_name_or_path in adapter_config.json
+  std::string endpoint;           // logical endpoint name in the llm::Client
+  std::string root;               // directory that receives v<N>/
+  std::string prefix = "policy";  // served as "<prefix>-v<N>"; the run name
+  std::string base_model;         // base_model_name_or_path in adapter_config.json
   double timeout_s = 30.0;
   int retries = 3;
 };
@@ -49,6 +50,12 @@ class AdapterPublisher {
   // earlier learner process of the run loaded them), so that UnloadBelow unloads them too. A
   // resumed learner calls it before its first Publish; an unreachable endpoint adopts nothing.
   void AdoptServed();
+
+  // Unloads the versions of this prefix that the endpoint serves but this publisher did not
+  // load: an earlier run of the same name (its directory deleted, or under another output
+  // directory) left them there, and they would collide with this run's names. A fresh run calls
+  // it before publishing v1; it logs what it unloads and returns how many.
+  int UnloadStale();
 
   // "<prefix>-v<N>" and the inverse (0 when `model_name` is not one of ours).
   std::string AdapterName(uint64_t version) const;

@@ -165,6 +165,7 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   // Absolute: the endpoint resolves the path in its own working directory.
   po.root = fs::absolute(options.run_dir + "/adapters").lexically_normal().string();
   po.base_model = options.model_dir;
+  po.prefix = options.adapter_prefix;
   po.timeout_s = g.sync_timeout_s;
   po.retries = g.sync_retries;
   st->publisher = std::make_unique<AdapterPublisher>(st->client.get(), po);
@@ -375,9 +376,14 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
   };
   // Version 1 is the initial adapter; a resumed run loads its version again (the endpoint may
   // be a fresh process) and takes over the versions an earlier process left loaded there, so
-  // that they are unloaded like its own.
+  // that they are unloaded like its own. A fresh run first unloads what an earlier run of its
+  // name left on a long-lived endpoint: those names would refuse its own loads.
   if (s.version == 0) s.version = 1;
-  if (s.step > 0) s.publisher->AdoptServed();
+  if (s.step > 0) {
+    s.publisher->AdoptServed();
+  } else {
+    s.publisher->UnloadStale();
+  }
   ALLOT_RETURN_IF_ERROR(publish(s.version));
 
   const int64_t group_size = g.group_size;

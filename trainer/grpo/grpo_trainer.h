@@ -62,8 +62,10 @@ struct GrpoRunOptions {
   std::string env_config;            // its config text
   std::vector<std::string> prompts;  // dataset items (JSON text), drawn in order, cycling
   std::string run_dir;               // receives adapters/v<N>/
-  std::string checkpoint_dir;        // empty: no checkpoints
-  int64_t checkpoint_every = 0;      // steps; 0: only at the end
+  // Adapters are served as "<adapter_prefix>-v<N>"; allot train passes the run name.
+  std::string adapter_prefix = "policy";
+  std::string checkpoint_dir;    // empty: no checkpoints
+  int64_t checkpoint_every = 0;  // steps; 0: only at the end
   int keep_last = 3;
   int64_t log_every = 1;
   rollout::RolloutConfig rollout;
