@@ -185,6 +185,12 @@ class ServedTinyModel {
   int64_t adapter_loads() const {
     return server_->metrics().requests("/v1/load_lora_adapter", 200);
   }
+  // The adapter names the server has loaded now.
+  std::vector<std::string> adapters() const {
+    std::vector<std::string> names;
+    for (const auto& [name, dir] : server_->engine().Adapters()) names.push_back(name);
+    return names;
+  }
   int64_t failed_adapter_loads() const {
     int64_t n = 0;
     for (int status : {400, 404, 409, 500}) {
@@ -278,14 +284,16 @@ class NprocCliIntegrationTest : public ::testing::Test {
 
 TEST_F(NprocCliIntegrationTest, GrpoTwoRanksEqualOneRankAndResume) {
   constexpr int kSteps = 2;
-  ServedTinyModel served_one(model_dir_);
-  ServedTinyModel served_two(model_dir_);
+  // One long-lived server for both runs, as users keep one vLLM across runs: the adapters are
+  // served under each run's name ("one-v<N>", "two-v<N>"), so the second run does not collide
+  // with the versions the first left loaded.
+  ServedTinyModel served(model_dir_);
   const std::string one_dir = dir_ + "/one", two_dir = dir_ + "/two";
   fs::create_directories(one_dir);
   fs::create_directories(two_dir);
   // Both recipes put their runs under dir_/runs (the names differ).
-  const std::string one_recipe = WriteRecipe(one_dir, model_dir_, served_one.url(), kSteps);
-  const std::string two_recipe = WriteRecipe(two_dir, model_dir_, served_two.url(), kSteps);
+  const std::string one_recipe = WriteRecipe(one_dir, model_dir_, served.url(), kSteps);
+  const std::string two_recipe = WriteRecipe(two_dir, model_dir_, served.url(), kSteps);
   const std::string runs = " --set run.output_dir=" + dir_ + "/runs";
 
   Outcome one = Allot("train -c " + one_recipe + runs + " --name one", dir_ + "/one.log");
@@ -306,9 +314,11 @@ TEST_F(NprocCliIntegrationTest, GrpoTwoRanksEqualOneRankAndResume) {
   // version would be loaded twice, or refused the second time), rank 1 logging metrics (two
   // lines per step) or writing the log file (its start line twice).
   const std::string run_two = dir_ + "/runs/two";
-  EXPECT_EQ(served_two.adapter_loads(), kSteps + 1);  // v1 (initial) .. v3
-  EXPECT_EQ(served_two.failed_adapter_loads(), 0);
-  EXPECT_EQ(served_one.adapter_loads(), kSteps + 1);
+  EXPECT_EQ(served.adapter_loads(), 2 * (kSteps + 1));  // v1 (initial) .. v3 of each run
+  EXPECT_EQ(served.failed_adapter_loads(), 0);
+  // Each run leaves its versions within max_policy_lag (1) of its last. Catches: runs that share
+  // one name (the second refused "already been loaded", or unloading the first's adapters).
+  EXPECT_EQ(served.adapters(), (std::vector<std::string>{"one-v2", "one-v3", "two-v2", "two-v3"}));
   for (int v = 1; v <= kSteps + 1; ++v) {
     EXPECT_TRUE(fs::exists(run_two + "/adapters/v" + std::to_string(v) + "/adapter_config.json"))
         << "v" << v;
