@@ -150,8 +150,11 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
     }
   }
 
-  SplitMix64 mc_rng = root.Fork("multiple_choice");
+  // One stream per split, so that the test split's variants do not depend on how many train
+  // items there are.
   for (auto* split : {&open_train, &open_test}) {
+    SplitMix64 mc_rng =
+        root.Fork(split == &open_train ? "multiple_choice_train" : "multiple_choice_test");
     std::vector<TaskItem> mc;
     for (const TaskItem& item : *split) {
       if (mc_rng.Percent(config.mc_percent)) mc.push_back(ChoiceVariant(item, w.knowledge, mc_rng));

@@ -24,7 +24,7 @@ struct TinyWorldConfig {
   int64_t seed = 1;
   // Items per bucket and split; a bucket with fewer distinct questions gives all it has, a
   // fifth of them (at most test_per_bucket) to the test split.
-  int64_t train_per_bucket = 400;
+  int64_t train_per_bucket = 1200;
   int64_t test_per_bucket = 100;
   // Share of open items that also get a four-option multiple-choice variant.
   int64_t mc_percent = 30;
