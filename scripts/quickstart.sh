@@ -175,7 +175,9 @@ if [[ $needs_llm == 1 && $env_name != atlas ]]; then  # ATLAS evaluates in this 
 fi
 
 "$ALLOT" config validate "$recipe_file" > /dev/null
-train_args=(train -c "$recipe_file" --set "run.output_dir=$run_dir" --name train "${overrides[@]}")
+# The learner serves its adapters as <run name>-v<N> (here train-v1, train-v2, ...).
+train_name=train
+train_args=(train -c "$recipe_file" --set "run.output_dir=$run_dir" --name "$train_name" "${overrides[@]}")
 [[ -n $steps ]] && train_args+=(--set "trainer.total_steps=$steps")
 
 if [[ $env_name == atlas ]]; then
@@ -225,7 +227,7 @@ say "training the router: allot ${train_args[*]}"
 run "$ALLOT" "${train_args[@]}"
 policy=$(sed -n 's/^  policy_endpoint: *//p' "$run_dir/train/config.yaml" | head -1)
 policy_url_var=ALLOT_TW_$(echo "$policy" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
-adapter=$(python3 "$tools" latest-adapter "${!policy_url_var}" policy)
+adapter=$(python3 "$tools" latest-adapter "${!policy_url_var}" "$train_name")
 say "after training: the router with adapter $adapter"
 evaluate after "$adapter" router
 
