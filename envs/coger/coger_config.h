@@ -67,6 +67,10 @@ struct CoToolConfig {
   std::string begin_result = "<|begin_tool_result|>";
   std::string end_result = "<|end_tool_result|>";
   int64_t max_tool_output_chars = 4096;
+  // How the reason-in-tool step sees a tool's output: json, App. B.2's {"status", "output"}
+  // object; text, the bare value (a calculator's number, a page's text), as the tiny world's
+  // models were trained to read it.
+  std::string tool_output = "json";
   bool fatal_tool_errors = false;  // false: the model reads the error (App. B.2)
 
   void Describe(config::Visitor& v) {
@@ -90,6 +94,10 @@ struct CoToolConfig {
     v.Field("end_result", end_result, {.doc = "tool result end marker"});
     v.Field("max_tool_output_chars", max_tool_output_chars,
             {.doc = "tool output shown to the reason-in-tool step", .min = 64});
+    v.Field("tool_output", tool_output,
+            {.doc = "tool output as the reason-in-tool step sees it: json ({status, output}, "
+                    "App. B.2) or text (the bare value or page text)",
+             .choices = {"json", "text"}});
     v.Field("fatal_tool_errors", fatal_tool_errors,
             {.doc = "end the episode on a tool error instead of showing it to the model"});
   }

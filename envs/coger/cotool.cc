@@ -45,8 +45,7 @@ Result<std::string> CoTool::ToolOutput(runtime::Episode& episode, const std::str
   if (!call.ok()) {
     if (Fatal(call.status())) return call.status();
     // The model reads why no tool ran (App. B.2: "status: error").
-    return tools::ToolResult::Error("tool selection failed: " + call.status().message())
-        .Render(static_cast<size_t>(config_.max_tool_output_chars));
+    return Shown(tools::ToolResult::Error("tool selection failed: " + call.status().message()));
   }
   *tool_name = call->tool_name;
   tools::ToolResult result;
@@ -58,7 +57,12 @@ Result<std::string> CoTool::ToolOutput(runtime::Episode& episode, const std::str
     *fatal = {FailureReason::kToolError,
               "tool '" + call->tool_name + "' failed: " + result.Render(512)};
   }
-  return result.Render(static_cast<size_t>(config_.max_tool_output_chars));
+  return Shown(result);
+}
+
+std::string CoTool::Shown(const tools::ToolResult& result) const {
+  const auto max_chars = static_cast<size_t>(config_.max_tool_output_chars);
+  return config_.tool_output == "text" ? result.RenderText(max_chars) : result.Render(max_chars);
 }
 
 CoToolResult CoTool::Run(runtime::Episode& episode, const std::string& question,

@@ -52,6 +52,8 @@ class CoTool {
  private:
   Result<std::string> ToolOutput(runtime::Episode& episode, const std::string& query,
                                  std::string* tool_name, runtime::Failure* fatal) const;
+  // `result` as the reason-in-tool step sees it (config_.tool_output: json or text).
+  std::string Shown(const tools::ToolResult& result) const;
 
   const CoToolConfig& config_;
   const tools::ToolRegistry* registry_;

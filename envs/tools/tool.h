@@ -34,6 +34,10 @@ struct ToolResult {
   nlohmann::json ToJson() const;
   // The text the LLM sees, capped to `max_chars` (a note says when it was cut).
   std::string Render(size_t max_chars = 8192) const;
+  // The same as plain text, for models trained on bare tool outputs (the tiny world): a string
+  // output as is, an object's "value" (calculators) or "text" (pages), other JSON dumped;
+  // an error as "error: <message>". Capped like Render().
+  std::string RenderText(size_t max_chars = 8192) const;
 };
 
 // Tools are called from one episode at a time unless their class comment says otherwise.

@@ -12,13 +12,35 @@ json ToolResult::ToJson() const {
   return json{{"status", ok ? "success" : "error"}, {"output", output}};
 }
 
-std::string ToolResult::Render(size_t max_chars) const {
-  std::string s = ToJson().dump(-1, ' ', false, json::error_handler_t::replace);
+namespace {
+
+std::string Capped(std::string s, size_t max_chars) {
   if (s.size() > max_chars) {
     s.resize(max_chars);
     s += "... [truncated]";
   }
   return s;
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string ToolResult::Render(size_t max_chars) const { return Capped(Dump(ToJson()), max_chars); }
+
+std::string ToolResult::RenderText(size_t max_chars) const {
+  auto text = [](const json& j) { return j.is_string() ? j.get<std::string>() : Dump(j); };
+  std::string s;
+  if (!ok) {
+    s = "error: " + text(output);
+  } else if (output.is_object() && output.contains("value")) {
+    s = text(output["value"]);
+  } else if (output.is_object() && output.contains("text")) {
+    s = text(output["text"]);
+  } else {
+    s = text(output);
+  }
+  return Capped(std::move(s), max_chars);
 }
 
 namespace {

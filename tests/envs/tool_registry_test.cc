@@ -146,6 +146,23 @@ TEST(ToolResultTest, RenderCapsLength) {
   EXPECT_EQ(s.rfind("... [truncated]"), 100u);
 }
 
+// The tiny world's models read bare tool outputs ("Tool output: 313236", a page's text); the
+// JSON envelope they never saw made CoTool's reading fail at every calculator call.
+TEST_F(RegistryTest, RenderTextShowsTheBareValue) {
+  ToolResult product = registry_.Call({"calculate", {{"expression", "693 * 452"}}});
+  ASSERT_TRUE(product.ok) << product.Render();
+  EXPECT_EQ(product.RenderText(), "313236");
+  EXPECT_NE(product.Render().find("\"status\""), std::string::npos);  // json stays the default
+  EXPECT_EQ(ToolResult::Success(json{{"id", "p1"}, {"title", "Dawick"}, {"text", "Dawick is old."}})
+                .RenderText(),
+            "Dawick is old.");
+  EXPECT_EQ(ToolResult::Success("plain").RenderText(), "plain");
+  EXPECT_EQ(ToolResult::Success(json::array({1, 2})).RenderText(), "[1,2]");
+  EXPECT_EQ(ToolResult::Error("division by zero").RenderText(), "error: division by zero");
+  EXPECT_EQ(ToolResult::Success(std::string(500, 'a')).RenderText(100).rfind("... [truncated]"),
+            100u);
+}
+
 TEST(ToolRegistryTest, RejectsDuplicatesAndBadSchemas) {
   ToolRegistry r;
   auto make = [](const std::string& name, json schema, std::vector<json> examples = {}) {
