@@ -49,7 +49,8 @@ nlohmann::json CogerMethodResult::ToJson() const {
             {"L1", levels[1]},
             {"L2", levels[2]},
             {"L3", levels[3]},
-            {"L4", levels[4]}}}};
+            {"L4", levels[4]}}},
+          {"failures", failures}};
 }
 
 std::string CogerItemJson(const datasets::Example& e) {
@@ -109,6 +110,7 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
         ++r.levels[static_cast<size_t>(level == t->info.end() ? 0 : LevelOf(level->second))];
         if (t->failure.failed()) {
           ++r.failed;
+          ++r.failures[runtime::FailureReasonName(t->failure.reason)];
           continue;
         }
         for (const auto& [name, v] : t->rewards) {
@@ -126,6 +128,7 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
       AddUsage(ep.usage(), r);
       if (a.failure.failed()) {
         ++r.failed;
+        ++r.failures[runtime::FailureReasonName(a.failure.reason)];
         continue;
       }
       if (rewards::Grade(a.text, item.reference, item.format).correct) ++r.correct;
@@ -151,6 +154,12 @@ void PrintCogerEval(const std::vector<CogerMethodResult>& results, std::ostream&
                   static_cast<long long>(r.levels[2]), static_cast<long long>(r.levels[3]),
                   static_cast<long long>(r.levels[4]));
     out << line;
+  }
+  for (const CogerMethodResult& r : results) {
+    if (r.failures.empty()) continue;
+    out << r.method << " failures:";
+    for (const auto& [reason, n] : r.failures) out << " " << reason << " " << n;
+    out << "\n";
   }
   out << "(cost, energy and latency are means per query)\n";
 }

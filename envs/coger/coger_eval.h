@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -35,6 +36,7 @@ struct CogerMethodResult {
   int64_t llm_calls = 0;
   int64_t tokens = 0;
   std::vector<int64_t> levels = std::vector<int64_t>(5, 0);  // [0] = no valid tag, [k] = Lk
+  std::map<std::string, int64_t> failures;  // failed episodes by reason (FailureReasonName)
 
   double accuracy() const { return episodes > 0 ? double(correct) / double(episodes) : 0.0; }
   nlohmann::json ToJson() const;

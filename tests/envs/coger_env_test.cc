@@ -508,6 +508,18 @@ TEST_F(CogerEnvTest, EvalReportsAccuracyCostAndLevelsPerMethod) {
   PrintCogerEval(*r, table);
   EXPECT_NE(table.str().find("router"), std::string::npos);
   EXPECT_FALSE(RunCogerEval(Config(), {e}, {.methods = {"L9"}}).ok());
+
+  // A failed episode is counted by its reason, in the JSON and under the table (an eval that
+  // only said "failed 11" left the reason to guesswork).
+  server_.Script("/v1/completions", {Reply::Json(R"({"error":"down"})", 500)});
+  auto failed = RunCogerEval(Config(), {e}, {.methods = {"L3"}});
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  EXPECT_EQ((*failed)[0].failed, 1);
+  EXPECT_EQ((*failed)[0].ToJson()["failures"], nlohmann::json({{"endpoint_error", 1}}));
+  std::ostringstream failed_table;
+  PrintCogerEval(*failed, failed_table);
+  EXPECT_NE(failed_table.str().find("L3 failures: endpoint_error 1"), std::string::npos)
+      << failed_table.str();
 }
 
 }  // namespace
