@@ -50,7 +50,19 @@ nlohmann::json CogerMethodResult::ToJson() const {
             {"L2", levels[2]},
             {"L3", levels[3]},
             {"L4", levels[4]}}},
-          {"failures", failures}};
+          {"failures", failures},
+          {"items", [&] {
+             nlohmann::json a = nlohmann::json::array();
+             for (const CogerItemOutcome& o : items) a.push_back(o.ToJson());
+             return a;
+           }()}};
+}
+
+nlohmann::json CogerItemOutcome::ToJson() const {
+  nlohmann::json j = {{"level", level}, {"correct", correct}, {"cost_usd", cost_usd}};
+  if (!failure.empty()) j["failure"] = failure;
+  if (!difficulty.empty()) j["difficulty"] = difficulty;
+  return j;
 }
 
 std::string CogerItemJson(const datasets::Example& e) {
@@ -90,6 +102,11 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
     for (size_t i = 0; i < n; ++i) {
       const std::string item_json = CogerItemJson(examples[i]);
       ++r.episodes;
+      CogerItemOutcome& out = r.items.emplace_back();
+      const auto difficulty = examples[i].extra.find("difficulty");
+      if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
+        out.difficulty = difficulty->get<std::string>();
+      }
       const auto t0 = Clock::now();
       if (method == "router") {
         runtime::EpisodeInput in;
@@ -106,19 +123,24 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
         if (!t.ok()) return t.status();
         r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
         AddUsage(t->usage, r);
+        out.cost_usd = t->usage.total.cost_usd;
         auto level = t->info.find("level");
-        ++r.levels[static_cast<size_t>(level == t->info.end() ? 0 : LevelOf(level->second))];
+        out.level = level == t->info.end() ? 0 : LevelOf(level->second);
+        ++r.levels[static_cast<size_t>(out.level)];
         if (t->failure.failed()) {
           ++r.failed;
-          ++r.failures[runtime::FailureReasonName(t->failure.reason)];
+          out.failure = runtime::FailureReasonName(t->failure.reason);
+          ++r.failures[out.failure];
           continue;
         }
         for (const auto& [name, v] : t->rewards) {
-          if (name == "accuracy" && v > 0.5) ++r.correct;
+          if (name == "accuracy" && v > 0.5) out.correct = true;
         }
+        if (out.correct) ++r.correct;
         continue;
       }
       const int level = method == "random" ? any_level(rng) : LevelOf(method);
+      out.level = level;
       ++r.levels[static_cast<size_t>(level)];
       ALLOT_ASSIGN_OR_RETURN(CogerItem item, ParseCogerItem(item_json, *default_format));
       runtime::EpisodeInput in;
@@ -126,12 +148,15 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
       LevelAnswer a = env->AnswerAtLevel(ep, item.question, level);
       r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
       AddUsage(ep.usage(), r);
+      out.cost_usd = ep.usage().total.cost_usd;
       if (a.failure.failed()) {
         ++r.failed;
-        ++r.failures[runtime::FailureReasonName(a.failure.reason)];
+        out.failure = runtime::FailureReasonName(a.failure.reason);
+        ++r.failures[out.failure];
         continue;
       }
-      if (rewards::Grade(a.text, item.reference, item.format).correct) ++r.correct;
+      out.correct = rewards::Grade(a.text, item.reference, item.format).correct;
+      if (out.correct) ++r.correct;
     }
     results.push_back(std::move(r));
   }

@@ -25,6 +25,17 @@ struct CogerEvalOptions {
   std::string adapter;  // the router's LoRA adapter name on its endpoint ("" = base model)
 };
 
+// One example's outcome under a method: where it went and what it cost.
+struct CogerItemOutcome {
+  int level = 0;           // 0 = no valid tag
+  bool correct = false;
+  std::string failure;     // FailureReasonName, empty when the episode ran
+  double cost_usd = 0.0;
+  std::string difficulty;  // the item's "difficulty" field, when it has one
+
+  nlohmann::json ToJson() const;
+};
+
 struct CogerMethodResult {
   std::string method;
   int64_t episodes = 0;
@@ -37,6 +48,7 @@ struct CogerMethodResult {
   int64_t tokens = 0;
   std::vector<int64_t> levels = std::vector<int64_t>(5, 0);  // [0] = no valid tag, [k] = Lk
   std::map<std::string, int64_t> failures;  // failed episodes by reason (FailureReasonName)
+  std::vector<CogerItemOutcome> items;      // per example, in order
 
   double accuracy() const { return episodes > 0 ? double(correct) / double(episodes) : 0.0; }
   nlohmann::json ToJson() const;

@@ -491,6 +491,7 @@ TEST_F(CogerEnvTest, EvalReportsAccuracyCostAndLevelsPerMethod) {
   e.question = "What is 12*12?";
   e.answer = "144";
   e.answer_format = "boxed";
+  e.extra["difficulty"] = "mul22";
   CogerEvalOptions o;
   o.methods = {"router", "L3"};
   auto r = RunCogerEval(Config(), {e}, o);
@@ -503,6 +504,15 @@ TEST_F(CogerEnvTest, EvalReportsAccuracyCostAndLevelsPerMethod) {
   EXPECT_GT((*r)[0].cost_usd, 0.0);
   EXPECT_EQ((*r)[1].accuracy(), 0.0);
   EXPECT_EQ((*r)[1].levels[3], 1);
+  // Per item: where it went, whether it was right, its cost and its difficulty.
+  const nlohmann::json routed = (*r)[0].ToJson()["items"];
+  ASSERT_EQ(routed.size(), 1u);
+  EXPECT_EQ(routed[0]["level"], 2);
+  EXPECT_EQ(routed[0]["correct"], true);
+  EXPECT_EQ(routed[0]["difficulty"], "mul22");
+  EXPECT_DOUBLE_EQ(routed[0]["cost_usd"].get<double>(), (*r)[0].cost_usd);
+  EXPECT_EQ((*r)[1].ToJson()["items"][0]["correct"], false);
+  EXPECT_EQ((*r)[1].ToJson()["items"][0]["level"], 3);
   EXPECT_EQ(Models(), (std::vector<std::string>{"router-model", "medium-model", "large-model"}));
   std::ostringstream table;
   PrintCogerEval(*r, table);
@@ -516,6 +526,7 @@ TEST_F(CogerEnvTest, EvalReportsAccuracyCostAndLevelsPerMethod) {
   ASSERT_TRUE(failed.ok()) << failed.status().ToString();
   EXPECT_EQ((*failed)[0].failed, 1);
   EXPECT_EQ((*failed)[0].ToJson()["failures"], nlohmann::json({{"endpoint_error", 1}}));
+  EXPECT_EQ((*failed)[0].ToJson()["items"][0]["failure"], "endpoint_error");
   std::ostringstream failed_table;
   PrintCogerEval(*failed, failed_table);
   EXPECT_NE(failed_table.str().find("L3 failures: endpoint_error 1"), std::string::npos)
