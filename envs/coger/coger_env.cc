@@ -166,6 +166,15 @@ Result<std::unique_ptr<CogerEnv>> CogerEnv::Create(CogerEnvConfig config,
   for (const auto& t : c.rewards.terms) hierarchy |= t.name == "hierarchy";
   rewards::RewardDeps deps;
   const std::string& oracle = c.coger.lmin.oracle;
+  // rewards.hierarchy.oracle names the same choice for the rewards library; left at its default
+  // (outcomes) the env fills it in, and a recipe that sets it otherwise must agree.
+  if (hierarchy && c.rewards.hierarchy.oracle != "outcomes" &&
+      c.rewards.hierarchy.oracle != oracle) {
+    return InvalidArgument("rewards.hierarchy.oracle: '" + c.rewards.hierarchy.oracle +
+                           "' disagrees with coger.lmin.oracle: '" + oracle +
+                           "'; the CogER env takes L_min from coger.lmin.oracle (drop "
+                           "rewards.hierarchy.oracle or make the two agree)");
+  }
   if (oracle == "solver") {
     ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.coger.lmin.l1_endpoint, "coger.lmin.l1_endpoint"));
     c.rewards.hierarchy.oracle = "solver";

@@ -427,6 +427,21 @@ TEST_F(CogerEnvTest, AHierarchyTermWithoutAnOracleIsAnError) {
   auto env = CogerEnv::Create(c);
   ASSERT_FALSE(env.ok());
   EXPECT_NE(env.status().message().find("coger.lmin.oracle"), std::string::npos);
+  // rewards.hierarchy.oracle set against coger.lmin.oracle is an error naming both, not a silent
+  // override of one by the other; agreeing, or left at its default, it is fine.
+  CogerEnvConfig clash = Config();
+  clash.coger.lmin.oracle = "solver";
+  clash.rewards.hierarchy.oracle = "dataset";
+  auto clashing = CogerEnv::Create(clash);
+  ASSERT_FALSE(clashing.ok());
+  EXPECT_NE(clashing.status().message().find("rewards.hierarchy.oracle: 'dataset'"),
+            std::string::npos)
+      << clashing.status().message();
+  EXPECT_NE(clashing.status().message().find("coger.lmin.oracle: 'solver'"), std::string::npos);
+  clash.rewards.hierarchy.oracle = "solver";
+  EXPECT_TRUE(CogerEnv::Create(clash).ok());
+  clash.rewards.hierarchy.oracle = "outcomes";
+  EXPECT_TRUE(CogerEnv::Create(clash).ok());
   // Without the hierarchy term no oracle is needed.
   c.rewards.terms = {{"format", 1.0}, {"accuracy", 1.0}};
   EXPECT_TRUE(CogerEnv::Create(c).ok());
