@@ -7,8 +7,9 @@
 # directory. Servers and workers are stopped on exit, on failure and on Ctrl-C.
 #
 # Usage: scripts/quickstart.sh [options]
-#   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a recipe
-#                       other than coger is trained (allot train) against the same servers, an
+#   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a CogER
+#                       recipe (env coger) gets the before/after table, any other is trained
+#                       (allot train) against the same servers, an
 #                       ATLAS recipe (env atlas, nothing to train) is evaluated (allot eval
 #                       --method all) on the eval subset, and r2 trains on the items a
 #                       tool-free decomposition can solve
@@ -188,7 +189,7 @@ if [[ $env_name == atlas ]]; then
   say "done in $(( $(date +%s) - started )) s: $run_dir/eval/atlas.json"
   exit 0
 fi
-if [[ $recipe != coger ]]; then
+if [[ $env_name != coger ]]; then
   say "allot ${train_args[*]}"
   run "$ALLOT" "${train_args[@]}"
   if [[ -f $run_dir/train/metrics.jsonl ]]; then

@@ -56,10 +56,31 @@ def split_data(test, train, out_dir, n, seed):
             f.writelines(subset[k::EVAL_SHARDS])
     with open(train) as f:
         rows = [line for line in f if line.strip()]
-    random.Random(int(seed)).shuffle(rows)  # GRPO draws prompts in file order
+    random.Random(int(seed)).shuffle(rows)
+    rows = interleave_difficulties(rows)
     with open(f"{out_dir}/train.jsonl", "w") as f:
         f.writelines(rows)
-    print(f"eval subset: {len(subset)} of {len(items)} test items; train: {len(rows)} shuffled")
+    print(f"eval subset: {len(subset)} of {len(items)} test items; train: {len(rows)} shuffled, "
+          "difficulties interleaved")
+
+
+def interleave_difficulties(rows):
+    """Round-robin over the items' difficulties (each bucket keeps its shuffled order).
+
+    GRPO draws prompts in file order. With the buckets interleaved, every step's prompts span
+    the difficulties, so each update weighs the queries that only a large level answers against
+    those a small one handles; in plain shuffled order many steps hold no such query at all, and
+    the optimizer follows the steps that only say "cheaper". The router never sees the field."""
+    buckets = {}
+    for r in rows:
+        buckets.setdefault(json.loads(r).get("difficulty", ""), []).append(r)
+    queues = list(buckets.values())
+    out = []
+    while queues:
+        for q in queues:
+            out.append(q.pop(0))
+        queues = [q for q in queues if q]
+    return out
 
 
 def wait_http(url, seconds):
@@ -113,12 +134,37 @@ def load_results(paths):
                 m["latency_s"] += r["mean_latency_s"] * n
                 for k in m["levels"]:
                     m["levels"][k] += r["levels"].get(k, 0)
+                m.setdefault("items", []).extend(r.get("items", []))
     out = []
     for m in merged.values():
         n = max(m["episodes"], 1)
         m.update(accuracy=m["correct"] / n, mean_cost_usd=m["cost_usd"] / n,
                  mean_energy_j=m["energy_j"] / n, mean_latency_s=m["latency_s"] / n)
         out.append(m)
+    return out
+
+
+def by_difficulty(rows):
+    """Per difficulty: each method's correct count, and where the routers sent the items."""
+    kinds = []
+    for _, r in rows:
+        for it in r.get("items", []):
+            if it.get("difficulty") and it["difficulty"] not in kinds:
+                kinds.append(it["difficulty"])
+    if not kinds:
+        return []
+    out = ["", "per difficulty: correct/items, and where routing sent them (L1-L2-L3-L4)",
+           f"{'method':<20} " + " ".join(f"{k:>15}" for k in kinds)]
+    for label, r in rows:
+        cells = []
+        for k in kinds:
+            its = [it for it in r.get("items", []) if it.get("difficulty") == k]
+            cell = f"{sum(1 for it in its if it.get('correct'))}/{len(its)}"
+            if r["method"] in ("router", "random"):
+                lv = [sum(1 for it in its if it.get("level") == l) for l in (1, 2, 3, 4)]
+                cell += " " + "-".join(str(c) for c in lv)
+            cells.append(f"{cell:>15}")
+        out.append(f"{label:<20} " + " ".join(cells))
     return out
 
 
@@ -141,6 +187,7 @@ def table(out_dir, args):
                 f"{r['mean_cost_usd']:>13.3e} {r['mean_energy_j']:>14.3e} "
                 f"{r['mean_latency_s']:>9.3f}  {lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
             pts.write(f"\"{label}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
+    lines += by_difficulty(rows)
     text = "\n".join(lines) + "\n"
     with open(f"{out_dir}/table.txt", "w") as f:
         f.write(text)
