@@ -517,6 +517,17 @@ TEST(ServeBatchingIntegrationTest, ConcurrentRequestsShareABatch) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   auto port = (*s)->Start();
   ASSERT_TRUE(port.ok());
+  // One request alone first: its result is the reference for the batched ones, and it runs
+  // cpp-httplib's first-use initialisations (function-local statics in its uninstrumented
+  // library) before any concurrency; TSan cannot see the guard checks of those statics and
+  // reported their first concurrent use as a race in that library.
+  auto alone = Post(*port, "/v1/completions",
+                    json{{"prompt", json({1, 2, 3})},
+                         {"max_tokens", 24},
+                         {"temperature", 0},
+                         {"ignore_eos", true},
+                         {"return_token_ids", true}});
+  const int64_t batches_alone = (*s)->metrics().batches();
   constexpr int kClients = 8;
   std::vector<std::thread> threads;
   std::vector<json> results(kClients);
@@ -537,14 +548,8 @@ TEST(ServeBatchingIntegrationTest, ConcurrentRequestsShareABatch) {
   }
   EXPECT_GE((*s)->metrics().max_batch_requests(), 2);
   // 8 x 24 tokens took fewer decode steps than one request after another would.
-  EXPECT_LT((*s)->metrics().batches(), kClients * 24);
+  EXPECT_LT((*s)->metrics().batches() - batches_alone, kClients * 24);
   // Batched decoding gives each request what it gets alone.
-  auto alone = Post(*port, "/v1/completions",
-                    json{{"prompt", json({1, 2, 3})},
-                         {"max_tokens", 24},
-                         {"temperature", 0},
-                         {"ignore_eos", true},
-                         {"return_token_ids", true}});
   EXPECT_EQ(alone.json["choices"][0]["token_ids"], results[0]["choices"][0]["token_ids"]);
 }
 
