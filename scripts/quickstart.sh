@@ -9,10 +9,9 @@
 # Usage: scripts/quickstart.sh [options]
 #   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a CogER
 #                       recipe (env coger) gets the before/after table, any other is trained
-#                       (allot train) against the same servers, an
-#                       ATLAS recipe (env atlas, nothing to train) is evaluated (allot eval
-#                       --method all) on the eval subset, and r2 trains on the items a
-#                       tool-free decomposition can solve
+#                       (allot train) against the same servers, an ATLAS recipe (env atlas,
+#                       nothing to train) is evaluated (allot eval --method all) on the eval
+#                       subset, and r2 trains on the items a tool-free decomposition can solve
 #   --no-setup          skip scripts/setup.sh (dependencies and build)
 #   --steps N           override trainer.total_steps
 #   --eval-items N      test items per evaluation (default 96, spread over every difficulty)
@@ -38,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --pool) pool=$2; shift 2 ;;
     --out) run_dir=$2; shift 2 ;;
     --set) overrides+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "quickstart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

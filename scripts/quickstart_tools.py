@@ -14,6 +14,7 @@
   train-summary METRICS                  reward and cost per episode, first and last quarter
 """
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -74,13 +75,8 @@ def interleave_difficulties(rows):
     buckets = {}
     for r in rows:
         buckets.setdefault(json.loads(r).get("difficulty", ""), []).append(r)
-    queues = list(buckets.values())
-    out = []
-    while queues:
-        for q in queues:
-            out.append(q.pop(0))
-        queues = [q for q in queues if q]
-    return out
+    rounds = itertools.zip_longest(*buckets.values())
+    return [r for one_round in rounds for r in one_round if r is not None]
 
 
 def wait_http(url, seconds):

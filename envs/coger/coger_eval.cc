@@ -21,6 +21,19 @@ void AddUsage(const llm::UsageReport& u, CogerMethodResult& r) {
   r.tokens += u.total.prompt_tokens + u.total.completion_tokens;
 }
 
+// Counts one example's outcome into the method's totals and keeps it.
+void Tally(CogerItemOutcome out, CogerMethodResult& r) {
+  ++r.episodes;
+  ++r.levels[static_cast<size_t>(out.level)];
+  if (!out.failure.empty()) {
+    ++r.failed;
+    ++r.failures[out.failure];
+  } else if (out.correct) {
+    ++r.correct;
+  }
+  r.items.push_back(std::move(out));
+}
+
 int LevelOf(const std::string& info_level) {
   if (info_level.size() == 2 && info_level[0] == 'L' && info_level[1] >= '1' &&
       info_level[1] <= '4') {
@@ -101,8 +114,7 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
     std::uniform_int_distribution<int> any_level(1, 4);
     for (size_t i = 0; i < n; ++i) {
       const std::string item_json = CogerItemJson(examples[i]);
-      ++r.episodes;
-      CogerItemOutcome& out = r.items.emplace_back();
+      CogerItemOutcome out;
       const auto difficulty = examples[i].extra.find("difficulty");
       if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
         out.difficulty = difficulty->get<std::string>();
@@ -126,37 +138,29 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
         out.cost_usd = t->usage.total.cost_usd;
         auto level = t->info.find("level");
         out.level = level == t->info.end() ? 0 : LevelOf(level->second);
-        ++r.levels[static_cast<size_t>(out.level)];
         if (t->failure.failed()) {
-          ++r.failed;
           out.failure = runtime::FailureReasonName(t->failure.reason);
-          ++r.failures[out.failure];
-          continue;
+        } else {
+          for (const auto& [name, v] : t->rewards) {
+            if (name == "accuracy" && v > 0.5) out.correct = true;
+          }
         }
-        for (const auto& [name, v] : t->rewards) {
-          if (name == "accuracy" && v > 0.5) out.correct = true;
+      } else {
+        out.level = method == "random" ? any_level(rng) : LevelOf(method);
+        ALLOT_ASSIGN_OR_RETURN(CogerItem item, ParseCogerItem(item_json, *default_format));
+        runtime::EpisodeInput in;
+        runtime::Episode ep(&env->client(), c.coger.limits, in);
+        LevelAnswer a = env->AnswerAtLevel(ep, item.question, out.level);
+        r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        AddUsage(ep.usage(), r);
+        out.cost_usd = ep.usage().total.cost_usd;
+        if (a.failure.failed()) {
+          out.failure = runtime::FailureReasonName(a.failure.reason);
+        } else {
+          out.correct = rewards::Grade(a.text, item.reference, item.format).correct;
         }
-        if (out.correct) ++r.correct;
-        continue;
       }
-      const int level = method == "random" ? any_level(rng) : LevelOf(method);
-      out.level = level;
-      ++r.levels[static_cast<size_t>(level)];
-      ALLOT_ASSIGN_OR_RETURN(CogerItem item, ParseCogerItem(item_json, *default_format));
-      runtime::EpisodeInput in;
-      runtime::Episode ep(&env->client(), c.coger.limits, in);
-      LevelAnswer a = env->AnswerAtLevel(ep, item.question, level);
-      r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
-      AddUsage(ep.usage(), r);
-      out.cost_usd = ep.usage().total.cost_usd;
-      if (a.failure.failed()) {
-        ++r.failed;
-        out.failure = runtime::FailureReasonName(a.failure.reason);
-        ++r.failures[out.failure];
-        continue;
-      }
-      out.correct = rewards::Grade(a.text, item.reference, item.format).correct;
-      if (out.correct) ++r.correct;
+      Tally(std::move(out), r);
     }
     results.push_back(std::move(r));
   }
