@@ -242,7 +242,16 @@ LevelAnswer CogerEnv::AnswerAtLevel(runtime::Episode& ep, const std::string& que
     out.endpoint = s.cotool.model.endpoint;
     out.cotool = cotool_->Run(ep, question, step == 0 ? 1 : step);
     out.text = out.cotool.text;
-    out.failure = out.cotool.failure;
+    if (out.cotool.failure.reason == runtime::FailureReason::kFormatError) {
+      // A runaway CoTool turn (its token budget spent with neither EOS nor a tool query) is
+      // L4's answer cut short, as a truncated L2/L3 answer is: graded (and almost always wrong)
+      // and paid for. Failing the episode would drop it from its GRPO group, and the router
+      // would never learn what L4's runaways cost it (survivorship bias toward L4).
+      out.truncated = true;
+      out.runaway = out.cotool.failure.message;
+    } else {
+      out.failure = out.cotool.failure;
+    }
     return out;
   }
   const std::string* tmpl = nullptr;
@@ -368,6 +377,7 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
       LevelAnswer a = AnswerAtLevel(ep, item->question, tag->level, 0);
       traj.info["answered_by"] = a.endpoint;
       if (a.truncated) traj.info["answer_truncated"] = "1";
+      if (!a.runaway.empty()) traj.info["answer_runaway"] = Cut(a.runaway);
       if (tag->level == 4) {
         traj.info["tool_queries"] = std::to_string(a.cotool.queries.size());
         std::string names;

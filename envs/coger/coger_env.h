@@ -45,6 +45,7 @@ struct LevelAnswer {
   std::string text;      // the text the answer is read from
   std::string endpoint;  // who answered
   bool truncated = false;
+  std::string runaway;  // L4: why CoTool's generation ran away (then truncated is set)
   CoToolResult cotool;  // L4 only
   runtime::Failure failure;
 };

@@ -345,7 +345,7 @@ TEST_F(CogerEnvTest, MalformedTagsRouteNowhereAndScoreZero) {
   }
 }
 
-TEST_F(CogerEnvTest, RunawayGenerationIsAFormatFailure) {
+TEST_F(CogerEnvTest, RunawayGenerationIsScoredNotDropped) {
   // The router running out of tokens without a tag is scored, not failed: it is the policy's
   // own sample and GRPO learns from it.
   server_.Script("/v1/completions", {Reply::Json(Sampled("blah blah", {5, 5, 5}, "length"))});
@@ -355,13 +355,19 @@ TEST_F(CogerEnvTest, RunawayGenerationIsAFormatFailure) {
   EXPECT_FALSE(r.failure.failed());
   EXPECT_EQ(r.info.at("router_finish"), "length");
   EXPECT_EQ(RewardOf(r, "format"), 0.0);
-  // CoTool running out of tokens with neither EOS nor a tool query ends the episode.
+  // CoTool running out of tokens with neither EOS nor a tool query is L4's (wrong) answer,
+  // scored and paid for like a truncated L2/L3 answer, not a failed episode that GRPO drops.
   server_.Script("/v1/completions",
                  {Reply::Json(Sampled("<question_level>L4</question_level>", {5})),
                   Reply::Json(Sampled("and so on and so on", {31, 31, 31}, "length"))});
   runtime::Trajectory t = Run(*env);
-  EXPECT_EQ(t.failure.reason, FailureReason::kFormatError);
-  EXPECT_NE(t.failure.message.find("runaway"), std::string::npos) << t.failure.message;
+  EXPECT_FALSE(t.failure.failed()) << t.failure.message;
+  EXPECT_EQ(t.info.at("level"), "L4");
+  EXPECT_EQ(t.info.at("answer_truncated"), "1");
+  EXPECT_NE(t.info.at("answer_runaway").find("runaway"), std::string::npos);
+  EXPECT_EQ(RewardOf(t, "format"), 1.0);
+  EXPECT_EQ(RewardOf(t, "accuracy"), 0.0);
+  EXPECT_EQ(t.usage.total.calls, 2);  // the router and CoTool's turn, both charged
 }
 
 TEST_F(CogerEnvTest, BadDatasetItemIsAnEnvFailure) {
