@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Issue 15's result for RLoT, asserted: after scripts/quickstart.sh trains the navigator
+# (configs/quickstart/rlot.yaml) on the shipped tiny-world pool, the trained navigator must beat,
+# on the held-out test items it evaluates (self-consistent accuracy, RLoT Sec. 4.1):
+#   - direct answering (RLoT's Direct QA: Terminate first);
+#   - zero-shot CoT, when the recipe's prompts have its template;
+#   - the best fixed block sequence the quickstart evaluates (every single block, the plausible
+#     pairs, and RLoT App. G's Decompose-Reason-Refine): strictly more accurate.
+# An untrained (or uniformly random) navigator does not pass: it has to out-score the most
+# accurate of nine fixed sequences. Minutes of training and evaluation: ctest label "results"
+# (scripts/test.sh runs it only with ALLOT_RESULTS=1).
+#
+#   tests/scripts/tinyworld_rlot_test.sh ALLOT_BINARY [quickstart options...]
+# Exit 0: passed; 77: skipped (no shipped pool); anything else: failed.
+set -uo pipefail
+allot=$1
+shift
+root=$(cd "$(dirname "$0")/../.." && pwd)
+if [[ ! -f $root/assets/tinyworld/pool/t1/config.json ]]; then
+  echo "SKIP: no shipped tier t1"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run_dir=$tmp/run  # or the caller's --out, kept
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; ++i)); do [[ ${args[i]} == --out ]] && run_dir=${args[i + 1]}; done
+ALLOT=$allot bash "$root/scripts/quickstart.sh" --no-setup --recipe rlot --out "$run_dir" "$@" \
+  > "$tmp/out.log" 2>&1
+code=$?
+if [[ $code != 0 ]]; then
+  echo "FAIL: scripts/quickstart.sh exited $code; its output:"
+  tail -n 40 "$tmp/out.log"
+  exit 1
+fi
+sed -n '/^method /,/^(accuracy/p' "$tmp/out.log"
+python3 - "$root/scripts" "$run_dir/eval" <<'PY'
+import glob, os, sys
+sys.path.insert(0, sys.argv[1])
+import quickstart_tools as qt
+d = sys.argv[2]
+before = qt.load_rlot(glob.glob(os.path.join(d, "before-*.json")))
+after = qt.load_rlot(glob.glob(os.path.join(d, "after-*.json")))
+if "navigator" not in after:
+    sys.exit(f"FAIL: no evaluation of the trained navigator in {d}")
+nav = after["navigator"]
+best = qt.best_fixed(before)
+if best is None or "direct" not in before:
+    sys.exit(f"FAIL: the baselines (direct, fixed sequences) were not evaluated in {d}")
+bars = [("direct", before["direct"]), (f"best fixed sequence {best['method']}", best)]
+if "cot" in before:
+    bars.append(("cot", before["cot"]))
+print(f"trained navigator: accuracy {nav['accuracy']:.3f} ({nav['problems']} problems), "
+      f"{nav['tokens_per_problem']:.0f} tokens/problem")
+bad = []
+for name, r in bars:
+    print(f"{name}: accuracy {r['accuracy']:.3f}, {r['tokens_per_problem']:.0f} tokens/problem")
+    if nav["accuracy"] <= r["accuracy"]:
+        bad.append(f"navigator accuracy {nav['accuracy']:.3f} <= {name}'s {r['accuracy']:.3f}")
+if bad:
+    sys.exit("FAIL: the trained navigator does not beat the baselines: " + "; ".join(bad))
+print("PASS: the trained navigator beats direct answering, CoT and every fixed block sequence")
+PY
