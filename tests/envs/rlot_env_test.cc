@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -570,8 +571,18 @@ TEST(RlotEvalTest, CotScVotesOverFourSamplesOfEquivalentAnswers) {
 }
 
 TEST(RlotEvalTest, CotWithoutItsTemplateIsRefusedNamingTheFile) {
+  // The block templates without zero_shot_cot.txt.
+  const std::string from = std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/tinyworld/rlot";
+  const std::string dir = ::testing::TempDir() + "/rlot_prompts_no_cot";
+  std::filesystem::create_directories(dir);
+  for (const auto& e : std::filesystem::directory_iterator(from)) {
+    if (e.path().filename() == "zero_shot_cot.txt") continue;
+    std::filesystem::copy_file(e.path(), dir + "/" + e.path().filename().string(),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::filesystem::remove(dir + "/zero_shot_cot.txt");
   RlotEnvConfig c = Config();
-  c.prompts_dir = std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/tinyworld/rlot";
+  c.prompts_dir = dir;
   Fixture f(c);
   ASSERT_NE(f.env, nullptr);
   auto t = f.env->RunChainOfThought(Input());
