@@ -15,6 +15,7 @@
 #include "core/run_directory.h"
 #include "envs/atlas/atlas_eval.h"
 #include "envs/coger/coger_eval.h"
+#include "envs/r2/r2_eval.h"
 #include "envs/rlot/rlot_eval.h"
 #include "envs/rlot/rlot_recipe.h"
 #include "trainer/dqn/navigator_eval.h"
@@ -189,6 +190,13 @@ int Eval(const EvalArgs& a) {
           cc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter, a.options.episodes,
           a.options.seed, a.json, std::cout, std::cerr);
     }
+    if (loaded->config.env.name == "r2") {  // R2-Reasoner: allocator vs each pool model (Table 1)
+      const AllotConfig& cfg = loaded->config;
+      envs::r2::R2EnvConfig rc{cfg.env.r2, cfg.endpoints, cfg.gpu, cfg.rewards};
+      return envs::r2::RunR2EvalCommand(rc, cfg.eval_data, a.method == "navigator" ? "" : a.method,
+                                        a.adapter, a.options.episodes, a.json, std::cout,
+                                        std::cerr);
+    }
     if (loaded->config.env.name == "atlas") {  // ATLAS: orchestrator vs integrator ablation
       const AllotConfig& cfg = loaded->config;
       return envs::atlas::RunAtlasEvalCommand({cfg.env.atlas, cfg.endpoints, cfg.gpu},
@@ -289,13 +297,15 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                    "rlot: navigator, direct, cot, cot-sc, or fixed:<block>-<block> (e.g. "
                    "fixed:reason-refine); "
                    "coger: all, or a list of router, L1..L4, random; "
+                   "r2: all, or a list of allocator and pool models; "
                    "atlas: orchestrator, integrator or all");
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "
                    "(RLoT's training set) to this JSONL file");
   eval->add_option("--adapter", ev->adapter,
                    "coger: route with this LoRA adapter of the router endpoint (a trained "
-                   "router, e.g. my-run-v40: the last version the grpo run 'my-run' published)");
+                   "router, e.g. my-run-v40: the last version the grpo run 'my-run' published); "
+                   "r2: decompose and allocate with this LoRA adapter of the policy endpoint");
   eval->callback([=] { *exit_code = Eval(*ev); });
 
   struct ExportArgs {

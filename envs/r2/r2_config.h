@@ -20,10 +20,16 @@ struct R2Prompts {
   std::string dir = "configs/prompts/r2";
   std::string decomposer;  // Sec. 4.1: {{question}}
   std::string allocator;   // Sec. 4.2: {{pool}}, {{num_subtasks}} (after the subtasks)
-  std::string subtask;     // Sec. 4.4 (3): {{question}}, {{previous}}, {{index}}, {{subtask}}
-  std::string integrate;   // Sec. 4.4 (4): {{question}}, {{results}}
-  std::string review;      // Sec. 4.4 PRM_Verify: {{question}}, {{previous}}, {{subtask}},
-                           // {{answer}}
+  // Sec. 4.4 (3): {{question}}, {{previous}} ("Step i: <t^i>\nResult: <r_i>" blocks),
+  // {{index}}, {{subtask}}, {{subtasks}} (every "Subtask<i>: <t^i>" line), {{done}}
+  // ("Subtask<i>: <t^i>\nResult: <r_i>" lines so far, "(none yet)" before any)
+  std::string subtask;
+  // Sec. 4.4 (4): {{question}}, {{results}} (subtasks with results), {{steps}} ("Step i: <r_i>")
+  std::string integrate;
+  std::string review;  // Sec. 4.4 PRM_Verify: {{question}}, {{previous}}, {{subtask}},
+                       // {{answer}}
+  std::string single;  // one pool model asked the whole task (Table 1's baselines):
+                       // {{question}}
 
   void Describe(config::Visitor& v) {
     v.Field("dir", dir, {.doc = "folder of the <name>.txt templates used when a text is empty"});
@@ -33,6 +39,7 @@ struct R2Prompts {
     v.Field("subtask", subtask, {.doc = "prompt of one subtask's execution (Sec. 4.4 step 3)"});
     v.Field("integrate", integrate, {.doc = "result integration prompt (Sec. 4.4 step 4)"});
     v.Field("review", review, {.doc = "procedural review prompt, PRM_Verify (Sec. 4.4)"});
+    v.Field("single", single, {.doc = "one pool model answering the task alone (eval baselines)"});
   }
 };
 
@@ -73,6 +80,7 @@ struct R2Settings {
   int64_t max_difficulty = 5;
   int64_t subtask_max_tokens = 1024;
   int64_t integrate_max_tokens = 1024;
+  int64_t single_max_tokens = 1024;
   double executor_temperature = 0.0;
   // Who integrates the results (Sec. 4.4 step 4): "last" = the model of the last subtask, or an
   // endpoint name.
@@ -102,6 +110,8 @@ struct R2Settings {
             {.doc = "generation budget of one subtask", .min = 1});
     v.Field("integrate_max_tokens", integrate_max_tokens,
             {.doc = "generation budget of the integration", .min = 1});
+    v.Field("single_max_tokens", single_max_tokens,
+            {.doc = "generation budget of a pool model answering the task alone", .min = 1});
     v.Field("executor_temperature", executor_temperature,
             {.doc = "sampling temperature of the pool models", .min = 0.0, .max = 10.0});
     v.Field("integrator", integrator,

@@ -38,9 +38,12 @@ const std::vector<PromptSlot>& PromptSlots() {
   static const std::vector<PromptSlot> slots = {
       {"decomposer", &R2Prompts::decomposer, {"question"}},
       {"allocator", &R2Prompts::allocator, {"pool", "num_subtasks"}},
-      {"subtask", &R2Prompts::subtask, {"question", "previous", "index", "subtask"}},
-      {"integrate", &R2Prompts::integrate, {"question", "results"}},
+      {"subtask",
+       &R2Prompts::subtask,
+       {"question", "previous", "index", "subtask", "subtasks", "done"}},
+      {"integrate", &R2Prompts::integrate, {"question", "results", "steps"}},
       {"review", &R2Prompts::review, {"question", "previous", "subtask", "answer"}},
+      {"single", &R2Prompts::single, {"question"}},
   };
   return slots;
 }
@@ -61,6 +64,35 @@ std::string StepsText(const std::vector<std::string>& subtasks,
     if (i + 1 < results.size()) out += "\n";
   }
   return out.empty() ? "(none)" : out;
+}
+
+// "Subtask1: <t^1>\n..." for every subtask (the tiny world's solve_subtask layout).
+std::string SubtaskListText(const std::vector<std::string>& subtasks) {
+  std::string out;
+  for (size_t i = 0; i < subtasks.size(); ++i) {
+    out += "Subtask" + std::to_string(i + 1) + ": " + subtasks[i] + "\n";
+  }
+  return out;
+}
+
+// "Subtask1: <t^1>\nResult: <r_1>\n..." for the results so far, "(none yet)\n" before any.
+std::string DoneText(const std::vector<std::string>& subtasks,
+                     const std::vector<std::string>& results) {
+  std::string out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out +=
+        "Subtask" + std::to_string(i + 1) + ": " + subtasks[i] + "\nResult: " + results[i] + "\n";
+  }
+  return out.empty() ? "(none yet)\n" : out;
+}
+
+// "Step 1: <r_1>\n..." for every result (the tiny world's final-answer layout).
+std::string ResultStepsText(const std::vector<std::string>& results) {
+  std::string out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out += "Step " + std::to_string(i + 1) + ": " + results[i] + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -205,6 +237,29 @@ Result<std::string> R2Env::AllocatorPrompt(size_t k) const {
                                  "r2.prompts.allocator");
 }
 
+Result<std::string> R2Env::SubtaskPrompt(const std::string& question,
+                                         const std::vector<std::string>& subtasks, size_t i,
+                                         const std::vector<std::string>& results) const {
+  if (i >= subtasks.size() || results.size() > i) {
+    return InvalidArgument("r2: subtask " + std::to_string(i + 1) + " of " +
+                           std::to_string(subtasks.size()) + " after " +
+                           std::to_string(results.size()) + " results");
+  }
+  return runtime::RenderTemplate(config_.r2.prompts.subtask,
+                                 {{"question", question},
+                                  {"previous", StepsText(subtasks, results)},
+                                  {"index", std::to_string(i + 1)},
+                                  {"subtask", subtasks[i]},
+                                  {"subtasks", SubtaskListText(subtasks)},
+                                  {"done", DoneText(subtasks, results)}},
+                                 "r2.prompts.subtask");
+}
+
+Result<std::string> R2Env::SinglePrompt(const std::string& question) const {
+  return runtime::RenderTemplate(config_.r2.prompts.single, {{"question", question}},
+                                 "r2.prompts.single");
+}
+
 Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
                          const std::vector<std::string>& subtasks,
                          const std::vector<Assignment>& allocation,
@@ -224,12 +279,7 @@ Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
   for (size_t i = 0; i < subtasks.size(); ++i) {
     // Sec. 4.4 (3): t^i runs on M_A(t^i) and sees every earlier result.
     const std::string previous = StepsText(subtasks, out.results);
-    Result<std::string> prompt = runtime::RenderTemplate(s.prompts.subtask,
-                                                         {{"question", question},
-                                                          {"previous", previous},
-                                                          {"index", std::to_string(i + 1)},
-                                                          {"subtask", subtasks[i]}},
-                                                         "r2.prompts.subtask");
+    Result<std::string> prompt = SubtaskPrompt(question, subtasks, i, out.results);
     if (!prompt.ok()) return fail(prompt.status(), FailureReason::kEnvError);
     runtime::GenerateOptions o;
     o.role = SegmentRole::kOtherModel;
@@ -276,9 +326,12 @@ Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
   }
   // Sec. 4.4 (4): the results are integrated into A_final.
   out.integrator = s.integrator == "last" ? allocation.back().model : s.integrator;
-  Result<std::string> prompt = runtime::RenderTemplate(
-      s.prompts.integrate, {{"question", question}, {"results", StepsText(subtasks, out.results)}},
-      "r2.prompts.integrate");
+  Result<std::string> prompt =
+      runtime::RenderTemplate(s.prompts.integrate,
+                              {{"question", question},
+                               {"results", StepsText(subtasks, out.results)},
+                               {"steps", ResultStepsText(out.results)}},
+                              "r2.prompts.integrate");
   if (!prompt.ok()) return fail(prompt.status(), FailureReason::kEnvError);
   runtime::GenerateOptions o;
   o.role = SegmentRole::kOtherModel;
@@ -395,6 +448,10 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
   std::string models;
   for (const Assignment& a : *allocation) models += (models.empty() ? "" : ",") + a.model;
   traj.info["models"] = models;
+
+  // What the two policy turns cost, apart from the pool's calls (the paper's C_API counts the
+  // pool; the decomposer and allocator are a locally deployed model).
+  traj.info["policy_cost_cents"] = std::to_string(ep.usage().total.cost_usd * 100.0);
 
   // (3)-(4) Execution, review and integration.
   Execution ex =

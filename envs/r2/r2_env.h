@@ -75,6 +75,14 @@ class R2Env : public runtime::Env {
                     const std::vector<Assignment>& allocation,
                     runtime::Conversation* record = nullptr) const;
 
+  // The prompt of subtask `index` (0-based) after the results of the subtasks before it
+  // (Sec. 4.4 step 3); fewer results than `index` (none: the data tools' baseline) is allowed.
+  Result<std::string> SubtaskPrompt(const std::string& question,
+                                    const std::vector<std::string>& subtasks, size_t index,
+                                    const std::vector<std::string>& results) const;
+  // The question put to one model of the pool alone (the single-model baselines of Table 1).
+  Result<std::string> SinglePrompt(const std::string& question) const;
+
   // M_pool, smallest model first, and each model's rank in it (-1 when absent).
   const std::vector<std::string>& pool() const { return pool_; }
   int Rank(const std::string& model) const;

@@ -94,13 +94,8 @@ Result<std::vector<float>> BaselineLogprobs(const R2Env& env, const std::string&
                                             const std::vector<std::string>& subtasks,
                                             size_t index) {
   const R2Settings& r2 = env.config().r2;
-  ALLOT_ASSIGN_OR_RETURN(std::string prompt,
-                         runtime::RenderTemplate(r2.prompts.subtask,
-                                                 {{"question", question},
-                                                  {"previous", "(none)"},
-                                                  {"index", std::to_string(index + 1)},
-                                                  {"subtask", subtasks[index]}},
-                                                 "r2.prompts.subtask"));
+  // The baseline sees no earlier results.
+  ALLOT_ASSIGN_OR_RETURN(std::string prompt, env.SubtaskPrompt(question, subtasks, index, {}));
   llm::CompletionRequest req;
   req.prompt = prompt;
   req.params.max_tokens = static_cast<int>(r2.subtask_max_tokens);

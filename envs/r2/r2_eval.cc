@@ -1,0 +1,233 @@
+#include "envs/r2/r2_eval.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "envs/r2/r2_env.h"
+#include "rewards/grader.h"
+
+namespace allot::envs::r2 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double InfoNumber(const runtime::Trajectory& t, const char* key) {
+  auto it = t.info.find(key);
+  if (it == t.info.end()) return 0.0;
+  try {
+    return std::stod(it->second);
+  } catch (...) {
+    return 0.0;
+  }
+}
+
+void Tally(R2ItemOutcome out, R2MethodResult& r) {
+  ++r.episodes;
+  r.cost_usd += out.cost_usd;
+  r.policy_cost_usd += out.policy_cost_usd;
+  if (!out.failure.empty()) {
+    ++r.failed;
+  } else if (!out.format_error.empty()) {
+    ++r.malformed;
+  } else if (out.correct) {
+    ++r.correct;
+  }
+  r.items.push_back(std::move(out));
+}
+
+}  // namespace
+
+double R2MethodResult::mean_api_cost_usd() const {
+  return episodes > 0 ? (cost_usd - policy_cost_usd) / double(episodes) : 0.0;
+}
+
+double R2MethodResult::mean_cost_usd() const {
+  return episodes > 0 ? cost_usd / double(episodes) : 0.0;
+}
+
+nlohmann::json R2ItemOutcome::ToJson() const {
+  nlohmann::json j = {{"correct", correct},
+                      {"models", models},
+                      {"cost_usd", cost_usd},
+                      {"policy_cost_usd", policy_cost_usd}};
+  if (!failure.empty()) j["failure"] = failure;
+  if (!format_error.empty()) j["format_error"] = format_error;
+  if (!difficulty.empty()) j["difficulty"] = difficulty;
+  return j;
+}
+
+nlohmann::json R2MethodResult::ToJson() const {
+  const double n = episodes > 0 ? static_cast<double>(episodes) : 1.0;
+  nlohmann::json items_json = nlohmann::json::array();
+  for (const R2ItemOutcome& o : items) items_json.push_back(o.ToJson());
+  return {{"method", method},
+          {"episodes", episodes},
+          {"correct", correct},
+          {"accuracy", accuracy()},
+          {"failed", failed},
+          {"malformed", malformed},
+          {"mean_api_cost_usd", mean_api_cost_usd()},
+          {"mean_policy_cost_usd", policy_cost_usd / n},
+          {"mean_cost_usd", mean_cost_usd()},
+          {"mean_energy_j", energy_j / n},
+          {"mean_latency_s", latency_s / n},
+          {"subtasks_per_model", subtasks_per_model},
+          {"items", items_json}};
+}
+
+std::string R2ItemJson(const datasets::Example& e) {
+  nlohmann::json j = {{"question", e.PromptText()}, {"answer", e.answer}};
+  if (e.answer_format != "text") j["answer_format"] = e.answer_format;
+  return j.dump();
+}
+
+Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
+                                              const std::vector<datasets::Example>& examples,
+                                              const R2EvalOptions& options) {
+  R2EnvConfig c = config;
+  c.rewards.terms = {{"accuracy", 1.0}};  // graded on final correctness alone (Eq. 1)
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<R2Env> env, R2Env::Create(c));
+  std::vector<std::string> methods = options.methods;
+  if (methods.empty()) {
+    methods = {"allocator"};
+    for (const std::string& m : env->pool()) methods.push_back(m);
+  }
+  for (const std::string& m : methods) {
+    if (m != "allocator" && env->Rank(m) < 0) {
+      return InvalidArgument("eval method '" + m + "': expected allocator or a model of r2.pool");
+    }
+  }
+  size_t n = examples.size();
+  if (options.limit > 0) n = std::min(n, static_cast<size_t>(options.limit));
+  if (n == 0) return InvalidArgument("eval: no examples");
+
+  std::vector<R2MethodResult> results;
+  for (const std::string& method : methods) {
+    R2MethodResult r;
+    r.method = method;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string item_json = R2ItemJson(examples[i]);
+      R2ItemOutcome out;
+      const auto difficulty = examples[i].extra.find("difficulty");
+      if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
+        out.difficulty = difficulty->get<std::string>();
+      }
+      const auto t0 = Clock::now();
+      if (method == "allocator") {
+        runtime::EpisodeInput in;
+        in.episode_id = "eval-" + std::to_string(i);
+        in.dataset_item = item_json;
+        in.sampling.temperature = 0.0;  // greedy decomposition and allocation at inference
+        if (!options.adapter.empty()) {
+          auto p = std::make_shared<runtime::PolicySnapshot>();
+          p->kind = runtime::PolicySnapshot::Kind::kLoraAdapter;
+          p->adapter_name = options.adapter;
+          in.policy = p;
+        }
+        Result<runtime::Trajectory> t = env->Run(in);
+        if (!t.ok()) return t.status();
+        r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        r.energy_j += t->usage.total.energy_j;
+        out.cost_usd = t->usage.total.cost_usd;
+        out.policy_cost_usd = InfoNumber(*t, "policy_cost_cents") / 100.0;
+        if (auto m = t->info.find("models"); m != t->info.end()) out.models = m->second;
+        if (auto f = t->info.find("format_error"); f != t->info.end()) {
+          out.format_error = f->second;
+          // A malformed plan executes nothing: all it cost is the policy's turns.
+          out.policy_cost_usd = out.cost_usd;
+        }
+        if (t->failure.failed()) {
+          out.failure = runtime::FailureReasonName(t->failure.reason);
+        } else if (out.format_error.empty()) {
+          for (const auto& [name, v] : t->rewards) {
+            if (name == "accuracy" && v > 0.5) out.correct = true;
+          }
+          std::stringstream ss(out.models);
+          for (std::string m; std::getline(ss, m, ',');) ++r.subtasks_per_model[m];
+        }
+      } else {
+        out.models = method;
+        ALLOT_ASSIGN_OR_RETURN(R2Item item, ParseR2Item(item_json, env->default_format()));
+        ALLOT_ASSIGN_OR_RETURN(std::string prompt, env->SinglePrompt(item.question));
+        runtime::EpisodeInput in;
+        runtime::Episode ep(&env->client(), c.r2.limits, in);
+        runtime::GenerateOptions o;
+        o.role = runtime::SegmentRole::kOtherModel;
+        o.max_tokens = c.r2.single_max_tokens;
+        o.temperature = c.r2.executor_temperature;
+        Result<runtime::Turn> turn = ep.CompleteText(method, prompt, o);
+        r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        r.energy_j += ep.usage().total.energy_j;
+        out.cost_usd = ep.usage().total.cost_usd;
+        if (!turn.ok()) {
+          out.failure = runtime::FailureReasonName(
+              runtime::Episode::FailureFrom(turn.status(), runtime::FailureReason::kEndpointError)
+                  .reason);
+        } else {
+          out.correct = rewards::Grade(turn->text, item.reference, item.format).correct;
+        }
+      }
+      Tally(std::move(out), r);
+    }
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+void PrintR2Eval(const std::vector<R2MethodResult>& results, std::ostream& out) {
+  char line[256];
+  std::snprintf(line, sizeof(line), "%-10s %5s %8s %7s %9s %12s %12s %12s %10s\n", "method", "n",
+                "accuracy", "failed", "malformed", "api_cost_usd", "policy_usd", "total_usd",
+                "energy_j");
+  out << line;
+  for (const R2MethodResult& r : results) {
+    const double n = r.episodes > 0 ? static_cast<double>(r.episodes) : 1.0;
+    std::snprintf(line, sizeof(line), "%-10s %5lld %8.4f %7lld %9lld %12.4e %12.4e %12.4e %10.4f\n",
+                  r.method.c_str(), static_cast<long long>(r.episodes), r.accuracy(),
+                  static_cast<long long>(r.failed), static_cast<long long>(r.malformed),
+                  r.mean_api_cost_usd(), r.policy_cost_usd / n, r.mean_cost_usd(), r.energy_j / n);
+    out << line;
+  }
+  for (const R2MethodResult& r : results) {
+    if (r.subtasks_per_model.empty()) continue;
+    out << r.method << " subtasks per model:";
+    for (const auto& [m, k] : r.subtasks_per_model) out << " " << m << " " << k;
+    out << "\n";
+  }
+  out << "(costs and energy are means per task; api_cost = the pool's calls, C_API)\n";
+}
+
+int RunR2EvalCommand(const R2EnvConfig& config, const datasets::DatasetConfig& data,
+                     const std::string& method, const std::string& adapter, int64_t limit,
+                     const std::string& json_path, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const Status& s) {
+    err << "allot eval: " << s.ToString() << "\n";
+    return 1;
+  };
+  if (data.path.empty()) return fail(InvalidArgument("eval_data.path: empty"));
+  Result<datasets::Dataset> ds = datasets::LoadJsonl(data);
+  if (!ds.ok()) return fail(ds.status().Annotate("eval_data"));
+  R2EvalOptions options;
+  options.limit = limit;
+  options.adapter = adapter;
+  if (!method.empty() && method != "all") {
+    std::stringstream ss(method);
+    for (std::string m; std::getline(ss, m, ',');) options.methods.push_back(m);
+  }
+  Result<std::vector<R2MethodResult>> results = RunR2Eval(config, ds->examples, options);
+  if (!results.ok()) return fail(results.status());
+  PrintR2Eval(*results, out);
+  if (!json_path.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const R2MethodResult& r : *results) j.push_back(r.ToJson());
+    std::ofstream f(json_path);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(Unavailable(json_path + ": cannot write"));
+  }
+  return 0;
+}
+
+}  // namespace allot::envs::r2
