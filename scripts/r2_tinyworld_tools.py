@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Helpers of tests/scripts/tinyworld_r2_test.sh: R2-Reasoner's cold start in the tiny world.
+
+  data TEST TRAIN SFT_TRAIN OUT_DIR N_EVAL N_ALLOC
+      eval.jsonl        N_EVAL decomposable test items, round-robin over the difficulties
+      train.jsonl       every decomposable train item (the GRPO prompts)
+      decomposer_in.jsonl   `allot r2 decomposer-data` input: each train item with its
+                        reference decomposition (the tiny world's numbered subtasks) as the
+                        one candidate
+      allocator_in.jsonl    `allot r2 allocator-data` input: N_ALLOC train items with those
+                        subtasks (the grouped search labels them on the pool)
+  sft-mix DECOMPOSER ALLOCATOR OUT   the two roles' SFT examples in one file (one policy)
+  check EVAL_JSON [EVAL_JSON...]      the table, and exit 0 when the allocator's accuracy is at
+                        least the best single model's at a lower C_API, 1 when not
+
+"Decomposable" is R2's domain in the tiny world: min_level <= 3 (no knowledge tool needed) and a
+solution of two steps or more. Only the Python standard library is used.
+"""
+import json
+import sys
+
+
+def rows(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def decomposable(item):
+    return item.get("min_level", 1) <= 3 and item.get("solution", "").count("Step ") >= 2
+
+
+def round_robin(items):
+    by = {}
+    for it in items:
+        by.setdefault(it.get("difficulty", ""), []).append(it)
+    out, k = [], 0
+    while any(k < len(v) for v in by.values()):
+        for d in sorted(by):
+            if k < len(by[d]):
+                out.append(by[d][k])
+        k += 1
+    return out
+
+
+def numbered_subtasks(sft_path):
+    """item id -> the subtasks of its "numbered" SFT record ("1. text" lines)."""
+    out = {}
+    with open(sft_path) as f:
+        for line in f:
+            if '"numbered"' not in line:
+                continue
+            r = json.loads(line)
+            if r.get("format") != "numbered":
+                continue
+            subs = []
+            for s in r["completion"].split("\n"):
+                head, _, text = s.partition(". ")
+                if head.isdigit() and text:
+                    subs.append(text.strip())
+            if subs:
+                out[r["id"]] = subs
+    return out
+
+
+def make_data(test, train, sft, out_dir, n_eval, n_alloc):
+    n_eval, n_alloc = int(n_eval), int(n_alloc)
+    test_items = round_robin([r for r in rows(test) if decomposable(r)])[:n_eval]
+    train_items = [r for r in rows(train) if decomposable(r)]
+    with open(f"{out_dir}/eval.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in test_items)
+    with open(f"{out_dir}/train.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in round_robin(train_items))
+    subs = numbered_subtasks(sft)
+    have = [r for r in round_robin(train_items) if r["id"] in subs]
+    with open(f"{out_dir}/decomposer_in.jsonl", "w") as f:
+        for r in have:
+            cand = {"subtasks": subs[r["id"]], "tokens": 0, "incoherent_pairs": 0, "correct": True}
+            f.write(json.dumps({"question": r["question"], "candidates": [cand]}) + "\n")
+    # The allocator data skips the items the decomposer data starts with, then takes n_alloc.
+    with open(f"{out_dir}/allocator_in.jsonl", "w") as f:
+        for r in have[:n_alloc]:
+            f.write(json.dumps({"question": r["question"], "answer": r["answer"],
+                                "subtasks": subs[r["id"]]}) + "\n")
+    print(f"eval {len(test_items)}, train {len(train_items)}, decomposer {len(have)}, "
+          f"allocator {min(n_alloc, len(have))} items")
+    return 0
+
+
+def sft_mix(decomposer, allocator, out):
+    d, a = rows(decomposer), rows(allocator)
+    # As many decomposer examples as allocator ones, interleaved: one policy, both roles.
+    d = d[:max(len(a), 1)]
+    mixed = []
+    for i in range(max(len(d), len(a))):
+        if i < len(d):
+            mixed.append(d[i])
+        if i < len(a):
+            mixed.append(a[i])
+    with open(out, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in mixed)
+    print(f"sft: {len(d)} decomposer + {len(a)} allocator examples")
+    return 0
+
+
+def check(paths):
+    methods = {}
+    for p in paths:
+        for m in json.load(open(p)):
+            methods[m["method"] if m["method"] != "allocator" else
+                    "allocator" + ("" if len(paths) == 1 else "@" + p.rsplit("/", 1)[-1])] = m
+    print(f"{'method':28s} {'n':>4s} {'acc':>6s} {'C_API $/task':>13s} {'total $/task':>13s}")
+    for name, m in methods.items():
+        print(f"{name:28s} {m['episodes']:4d} {m['accuracy']:6.3f} "
+              f"{m['mean_api_cost_usd']:13.4e} {m['mean_cost_usd']:13.4e}")
+    singles = {k: v for k, v in methods.items() if not k.startswith("allocator")}
+    allocs = {k: v for k, v in methods.items() if k.startswith("allocator")}
+    if not singles or not allocs:
+        print("check: need the allocator and at least one single model", file=sys.stderr)
+        return 2
+    # The best single model: the highest accuracy, the cheapest of those.
+    best = min(singles, key=lambda k: (-singles[k]["accuracy"], singles[k]["mean_api_cost_usd"]))
+    b = singles[best]
+    name = list(allocs)[-1]  # the last allocator given (the trained one)
+    a = allocs[name]
+    ok = a["accuracy"] >= b["accuracy"] and a["mean_api_cost_usd"] < b["mean_api_cost_usd"]
+    print(f"best single model {best}: accuracy {b['accuracy']:.3f}, C_API "
+          f"{b['mean_api_cost_usd']:.4e}; {name}: accuracy {a['accuracy']:.3f}, C_API "
+          f"{a['mean_api_cost_usd']:.4e} -> {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+def main(argv):
+    cmd, args = (argv[1], argv[2:]) if len(argv) > 1 else ("", [])
+    if cmd == "data" and len(args) == 6:
+        return make_data(*args)
+    if cmd == "sft-mix" and len(args) == 3:
+        return sft_mix(*args)
+    if cmd == "check" and args:
+        return check(args)
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
