@@ -297,7 +297,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                    "rlot: navigator, direct, cot, cot-sc, or fixed:<block>-<block> (e.g. "
                    "fixed:reason-refine); "
                    "coger: all, or a list of router, L1..L4, random; "
-                   "r2: all, or a list of allocator and pool models; "
+                   "r2: all, or a list of allocator, pool models and decomposed:<model>; "
                    "atlas: orchestrator, integrator or all");
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "

@@ -7,12 +7,16 @@
 #include <sstream>
 
 #include "envs/r2/r2_env.h"
+#include "envs/r2/subtask_plan.h"
+#include "envs/runtime/prompt_template.h"
 #include "rewards/grader.h"
 
 namespace allot::envs::r2 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kDecomposedPrefix = "decomposed:";
 
 double InfoNumber(const runtime::Trajectory& t, const char* key) {
   auto it = t.info.find(key);
@@ -36,6 +40,55 @@ void Tally(R2ItemOutcome out, R2MethodResult& r) {
     ++r.correct;
   }
   r.items.push_back(std::move(out));
+}
+
+// One task decomposed by the policy and every subtask executed on `tier` (no allocator): what
+// the pool can do on the decompositions whatever the allocation.
+Status RunDecomposed(const R2Env& env, const R2EnvConfig& c, const std::string& item_json,
+                     const std::string& tier, const std::string& adapter, R2ItemOutcome& out,
+                     R2MethodResult& r) {
+  ALLOT_ASSIGN_OR_RETURN(R2Item item, ParseR2Item(item_json, env.default_format()));
+  ALLOT_ASSIGN_OR_RETURN(std::string prompt, runtime::RenderTemplate(c.r2.prompts.decomposer,
+                                                                     {{"question", item.question}},
+                                                                     "r2.prompts.decomposer"));
+  runtime::EpisodeInput in;
+  runtime::Episode ep(&env.client(), c.r2.limits, in);
+  runtime::GenerateOptions o;
+  o.role = runtime::SegmentRole::kOtherModel;
+  o.model = adapter;
+  o.max_tokens = c.r2.decomposer_max_tokens;
+  o.temperature = 0.0;
+  Result<runtime::Turn> turn = ep.CompleteText(c.r2.policy_endpoint, prompt, o);
+  auto account = [&] {
+    r.energy_j += ep.usage().total.energy_j;
+    out.cost_usd = ep.usage().total.cost_usd;
+  };
+  if (!turn.ok()) {
+    account();
+    out.failure = runtime::FailureReasonName(
+        runtime::Episode::FailureFrom(turn.status(), runtime::FailureReason::kEndpointError)
+            .reason);
+    return Status::Ok();
+  }
+  out.policy_cost_usd = ep.usage().total.cost_usd;
+  Result<std::vector<std::string>> subtasks = ParseSubtasks(turn->text, c.r2.max_subtasks);
+  if (!subtasks.ok() || turn->truncated()) {
+    account();
+    out.format_error =
+        subtasks.ok() ? "decomposition: ran past its budget" : subtasks.status().message();
+    return Status::Ok();
+  }
+  std::vector<Assignment> allocation(subtasks->size(), Assignment{0, tier});
+  for (const Assignment& a : allocation) out.models += (out.models.empty() ? "" : ",") + a.model;
+  r.subtasks_per_model[tier] += static_cast<int64_t>(subtasks->size());
+  Execution ex = env.Execute(ep, item.question, *subtasks, allocation);
+  account();
+  if (ex.failure.failed()) {
+    out.failure = runtime::FailureReasonName(ex.failure.reason);
+  } else {
+    out.correct = rewards::Grade(ex.final_answer, item.reference, item.format).correct;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -96,8 +149,11 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
     for (const std::string& m : env->pool()) methods.push_back(m);
   }
   for (const std::string& m : methods) {
-    if (m != "allocator" && env->Rank(m) < 0) {
-      return InvalidArgument("eval method '" + m + "': expected allocator or a model of r2.pool");
+    const std::string tier =
+        m.rfind(kDecomposedPrefix, 0) == 0 ? m.substr(kDecomposedPrefix.size()) : m;
+    if (m != "allocator" && env->Rank(tier) < 0) {
+      return InvalidArgument("eval method '" + m +
+                             "': expected allocator, a model of r2.pool, or decomposed:<model>");
     }
   }
   size_t n = examples.size();
@@ -148,6 +204,10 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
           std::stringstream ss(out.models);
           for (std::string m; std::getline(ss, m, ',');) ++r.subtasks_per_model[m];
         }
+      } else if (method.rfind(kDecomposedPrefix, 0) == 0) {
+        ALLOT_RETURN_IF_ERROR(RunDecomposed(
+            *env, c, item_json, method.substr(kDecomposedPrefix.size()), options.adapter, out, r));
+        r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
       } else {
         out.models = method;
         ALLOT_ASSIGN_OR_RETURN(R2Item item, ParseR2Item(item_json, env->default_format()));

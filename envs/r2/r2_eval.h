@@ -3,6 +3,7 @@
 // pool, and each pool model answers every task alone (the r2.prompts.single prompt). Each
 // method reports accuracy, API cost (C_API: the pool's calls; the policy's own turns are
 // reported apart, and in the total), energy, and for the allocator where it sent the subtasks.
+// "decomposed:<model>" runs the policy's decomposition with every subtask on one model.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,9 @@
 namespace allot::envs::r2 {
 
 struct R2EvalOptions {
-  // "allocator" or a pool model's name; empty = the allocator and every pool model.
+  // "allocator", a pool model's name (it answers alone), or "decomposed:<model>" (the policy
+  // decomposes, every subtask runs on that model: the pool's reach whatever the allocation);
+  // empty = the allocator and every pool model.
   std::vector<std::string> methods;
   int64_t limit = 0;    // first N examples; 0 = all
   std::string adapter;  // the policy's LoRA adapter on its endpoint ("" = base model)

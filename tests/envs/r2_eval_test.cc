@@ -95,6 +95,26 @@ TEST_F(R2EvalTest, ScoresTheAllocatorAndEachPoolModelWithTheirCosts) {
   EXPECT_EQ(bodies[9]["model"], "big-model");
 }
 
+TEST_F(R2EvalTest, DecomposedRunsEverySubtaskOnOneModel) {
+  server_.Script(
+      "/v1/completions",
+      {Reply::Json(Sampled("Subtask 1: a\nSubtask 2: b", {11})), Reply::Json(Sampled("1", {31})),
+       Reply::Json(Sampled("2", {41})), Reply::Json(Sampled("\\boxed{3}", {51}))});
+  auto results = RunR2Eval(Config(), {Item("What is 1 + 2?", "3")},
+                           {.methods = {"decomposed:big"}, .adapter = "cold"});
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  const R2MethodResult& r = (*results)[0];
+  EXPECT_EQ(r.correct, 1);
+  EXPECT_EQ(r.items[0].models, "big,big");
+  EXPECT_EQ(r.subtasks_per_model.at("big"), 2);
+  EXPECT_NEAR(r.policy_cost_usd, 10 * 1.0e-6 + 2.0e-6, 1e-12);
+  auto bodies = Bodies(server_, "/v1/completions");
+  ASSERT_EQ(bodies.size(), 4u);
+  EXPECT_EQ(bodies[0]["model"], "cold");  // the policy's adapter decomposes
+  EXPECT_EQ(bodies[1]["model"], "big-model");
+  EXPECT_EQ(bodies[3]["model"], "big-model");
+}
+
 TEST_F(R2EvalTest, RejectsAMethodOutsideThePool) {
   auto results = RunR2Eval(Config(), {Item("q", "1")}, {.methods = {"huge"}});
   ASSERT_FALSE(results.ok());
