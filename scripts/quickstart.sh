@@ -8,7 +8,10 @@
 #
 # Usage: scripts/quickstart.sh [options]
 #   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a CogER
-#                       recipe (env coger) gets the before/after table, any other is trained
+#                       recipe (env coger) gets the before/after table, an RLoT recipe (env
+#                       rlot) the table of direct, zero-shot CoT and six fixed block sequences
+#                       against the trained navigator on the tool-free eval items
+#                       (ALLOT_QS_RLOT_TRAILS trails each, default 1), any other is trained
 #                       (allot train) against the same servers, an ATLAS recipe (env atlas,
 #                       nothing to train) is evaluated (allot eval --method all) on the eval
 #                       subset, and r2 trains on the items a tool-free decomposition can solve
@@ -37,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --pool) pool=$2; shift 2 ;;
     --out) run_dir=$2; shift 2 ;;
     --set) overrides+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "quickstart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -120,6 +123,9 @@ if [[ $env_name == atlas && ( -n $steps || ${#overrides[@]} -gt 0 ) ]]; then
   exit 2
 fi
 if [[ $env_name == r2 ]]; then python3 "$tools" keep-decomposable "$ALLOT_QS_TRAIN_DATA"; fi
+if [[ $env_name == rlot ]]; then  # the logic blocks call no tool (quickstart_tools.py)
+  python3 "$tools" keep-tool-free "$ALLOT_QS_TRAIN_DATA" "$run_dir"/eval.jsonl "$run_dir"/eval-*.jsonl
+fi
 
 # --- servers: one `allot serve` per tier, on free ports ------------------------------------
 needs_llm=1
@@ -186,6 +192,65 @@ if [[ $env_name == atlas ]]; then
   say "allot ${eval_args[*]} ($eval_items test items)"
   run "$ALLOT" "${eval_args[@]}"
   say "done in $(( $(date +%s) - started )) s: $run_dir/eval/atlas.json"
+  exit 0
+fi
+if [[ $env_name == rlot ]]; then
+  # --- RLoT: the baselines, training, the trained navigator --------------------------------
+  # RLoT Sec. 4.1 and App. G: direct answering, zero-shot CoT, and fixed block sequences (every
+  # single block, the plausible pairs, the paper's Decompose-Reason-Refine) against the
+  # navigator, each with the same trails per problem (ALLOT_QS_RLOT_TRAILS, default 1: minutes
+  # on two shared cores; RLoT Table 21 votes 3). One `allot eval` per method and shard, four
+  # methods at a time, so that the server batches their requests.
+  rlot_eval() {  # rlot_eval PHASE METHOD...
+    local phase=$1 m b shard batch=()
+    shift
+    for m in "$@"; do
+      batch+=("$m")
+      if [[ ${#batch[@]} == 4 || $m == "${!#}" ]]; then
+        local eval_pids=()
+        for b in "${batch[@]}"; do
+          for shard in "$run_dir"/eval-*.jsonl; do
+            shard=$(basename "$shard" .jsonl)
+            ALLOT_QS_EVAL_DATA=$run_dir/$shard.jsonl "$ALLOT" eval "$run_dir/train" \
+              -c "$recipe_file" --method "$b" --trails "$rlot_trails" \
+              --json "$run_dir/eval/$phase-${b//:/_}-$shard.json" \
+              > "$logs/eval-$phase-${b//:/_}-$shard.log" 2>&1 &
+            pids+=($!)
+            eval_pids+=($!)
+          done
+        done
+        for p in "${eval_pids[@]}"; do
+          wait "$p" || { echo "quickstart.sh: allot eval failed; see $logs/eval-$phase-*.log" >&2;
+                         exit 1; }
+        done
+        batch=()
+      fi
+    done
+  }
+  rlot_trails=${ALLOT_QS_RLOT_TRAILS:-1}
+  baselines=(direct fixed:reason fixed:decompose fixed:debate fixed:reason-reason
+             fixed:reason-refine fixed:decompose-reason-refine)
+  prompts_dir=$("$ALLOT" config print "$recipe_file" 2> /dev/null |
+                sed -n 's/^ *prompts_dir: *//p' | head -1 || true)
+  [[ -n $prompts_dir && $prompts_dir != /* ]] && prompts_dir=$(dirname "$recipe_file")/$prompts_dir
+  if [[ -f $prompts_dir/zero_shot_cot.txt ]]; then baselines+=(cot); fi
+  t0=$(date +%s)
+  say "before training: ${baselines[*]} on $(wc -l < "$run_dir/eval.jsonl") tool-free test" \
+      "items x $rlot_trails trails"
+  rlot_eval before "${baselines[@]}"
+  say "baselines evaluated in $(( $(date +%s) - t0 )) s"
+  say "training the navigator: allot ${train_args[*]}"
+  t0=$(date +%s)
+  run "$ALLOT" "${train_args[@]}"
+  python3 "$tools" train-summary "$run_dir/train/metrics.jsonl" || true
+  say "trained in $(( $(date +%s) - t0 )) s; after training: the navigator"
+  rlot_eval after navigator
+  echo
+  python3 "$tools" rlot-table "$run_dir" "$run_dir"/eval/before-*.json -- \
+    "$run_dir"/eval/after-*.json
+  echo "(accuracy: self-consistent over $rlot_trails trail(s) per problem, RLoT Sec. 4.1;" \
+       "tokens and cost per problem over every trail, at the pool's prices)"
+  say "done in $(( $(date +%s) - started )) s (set-up excluded): $run_dir"
   exit 0
 fi
 if [[ $env_name != coger ]]; then

@@ -12,6 +12,10 @@
   keep-decomposable JSONL                keep the items solvable without a tool (min_level <= 3)
                                          whose reference solution has two steps or more
   train-summary METRICS                  reward and cost per episode, first and last quarter
+  keep-tool-free JSONL...                keep the items solvable without a tool (min_level <= 3)
+  rlot-table OUT BEFORE.json... -- AFTER.json...
+                                         RLoT's table: direct, cot, the fixed block sequences
+                                         (the best marked) and the trained navigator
 """
 import hashlib
 import itertools
@@ -220,6 +224,87 @@ def keep_decomposable(path):
     return 0
 
 
+def keep_tool_free(paths):
+    # RLoT's logic blocks call no tool, and the tiny world taught them only on the items that
+    # need none (envs/tinyworld/sft_data.cc): the items that need the knowledge tool (min_level
+    # 4) score 0 under every method and would only add minutes. A data filter, never seen by
+    # the navigator.
+    for path in paths:
+        with open(path) as f:
+            rows = [line for line in f if line.strip()]
+        kept = [r for r in rows if json.loads(r).get("min_level", 1) <= 3]
+        if not kept:
+            print(f"{path}: no item with min_level <= 3", file=sys.stderr)
+            return 1
+        with open(path, "w") as f:
+            f.writelines(kept)
+        print(f"{os.path.basename(path)}: {len(kept)} of {len(rows)} items need no tool")
+    return 0
+
+
+def load_rlot(paths):
+    """Per-method RLoT reports (`allot eval --json` of an rlot recipe), the shards summed."""
+    merged = {}
+    for p in paths:
+        with open(p) as f:
+            r = json.load(f)
+        m = merged.setdefault(r["method"], {"method": r["method"], "problems": 0, "voted": 0.0,
+                                            "trails": r["trails"], "trail_total": 0,
+                                            "trail_correct": 0.0, "failed": 0, "tokens": 0,
+                                            "cost_usd": 0.0, "blocks": 0.0, "patterns": {}})
+        n, t = r["problems"], r["problems"] * r["trails"]
+        m["problems"] += n
+        m["voted"] += r["self_consistent_accuracy"] * n
+        m["trail_total"] += t
+        m["trail_correct"] += r["trail_accuracy"] * t
+        m["failed"] += r["failed_trails"]
+        m["tokens"] += r["prompt_tokens"] + r["completion_tokens"]
+        m["cost_usd"] += r["cost_usd"]
+        m["blocks"] += r["mean_blocks"] * t
+        for by_len in r.get("patterns", {}).values():
+            for pat, c in by_len.items():
+                m["patterns"][pat] = m["patterns"].get(pat, 0) + c
+    for m in merged.values():
+        n, t = max(m["problems"], 1), max(m["trail_total"], 1)
+        m.update(accuracy=m["voted"] / n, trail_accuracy=m["trail_correct"] / t,
+                 tokens_per_problem=m["tokens"] / n, cost_per_problem=m["cost_usd"] / n,
+                 mean_blocks=m["blocks"] / t)
+    return merged
+
+
+def best_fixed(results):
+    """The most accurate fixed block sequence (self-consistent accuracy; fewer tokens on a tie)."""
+    fixed = [r for m, r in results.items() if m.startswith("fixed:")]
+    return max(fixed, key=lambda r: (r["accuracy"], -r["tokens_per_problem"])) if fixed else None
+
+
+def rlot_table(out_dir, args):
+    split = args.index("--")
+    before, after = load_rlot(args[:split]), load_rlot(args[split + 1:])
+    best = best_fixed(before)
+    rows = [(m, before[m]) for m in ("direct", "cot", "cot-sc") if m in before]
+    rows += sorted(((m, r) for m, r in before.items() if m.startswith("fixed:")),
+                   key=lambda mr: mr[0])
+    rows += [("navigator (untrained)", before["navigator"])] if "navigator" in before else []
+    rows += [("navigator (trained)", after["navigator"])] if "navigator" in after else []
+    lines = [f"{'method':<34} {'n':>4} {'accuracy':>8} {'trail acc':>9} {'failed':>6} "
+             f"{'blocks':>6} {'tokens/problem':>14} {'cost $/problem':>14}"]
+    for label, r in rows:
+        mark = " (best fixed)" if best is not None and r is best else ""
+        lines.append(f"{label + mark:<34} {r['problems']:>4} {r['accuracy']:>8.3f} "
+                     f"{r['trail_accuracy']:>9.3f} {r['failed']:>6} {r['mean_blocks']:>6.2f} "
+                     f"{r['tokens_per_problem']:>14.0f} {r['cost_per_problem']:>14.3e}")
+    if "navigator" in after:
+        pats = sorted(after["navigator"]["patterns"].items(), key=lambda kv: -kv[1])[:6]
+        lines.append("trained navigator's block patterns (trails): " +
+                     (", ".join(f"{p} {c}" for p, c in pats) or "none (answered at once)"))
+    text = "\n".join(lines) + "\n"
+    with open(f"{out_dir}/table.txt", "w") as f:
+        f.write(text)
+    print(text, end="")
+    return 0
+
+
 def train_summary(metrics):
     rows = []
     with open(metrics) as f:
@@ -270,6 +355,10 @@ def main(argv):
         return keep_decomposable(*args)
     if cmd == "train-summary" and len(args) == 1:
         return train_summary(*args)
+    if cmd == "keep-tool-free" and args:
+        return keep_tool_free(args)
+    if cmd == "rlot-table" and len(args) >= 3 and "--" in args:
+        return rlot_table(args[0], args[1:])
     print(__doc__, file=sys.stderr)
     return 2
 
