@@ -4,10 +4,11 @@
 # on the held-out test items it evaluates (self-consistent accuracy, RLoT Sec. 4.1):
 #   - direct answering (RLoT's Direct QA: Terminate first);
 #   - zero-shot CoT, when the recipe's prompts have its template;
-#   - the best fixed block sequence the quickstart evaluates (every single block, the plausible
-#     pairs, and RLoT App. G's Decompose-Reason-Refine): strictly more accurate.
+#   - the best fixed block sequence the quickstart evaluates (Reason, Decompose, Debate,
+#     Reason-Reason, Reason-Refine, and RLoT App. G's Decompose-Reason-Refine): strictly more
+#     accurate.
 # An untrained (or uniformly random) navigator does not pass: it has to out-score the most
-# accurate of nine fixed sequences. Minutes of training and evaluation: ctest label "results"
+# accurate of six fixed sequences. Minutes of training and evaluation: ctest label "results"
 # (scripts/test.sh runs it only with ALLOT_RESULTS=1).
 #
 #   tests/scripts/tinyworld_rlot_test.sh ALLOT_BINARY [quickstart options...]
