@@ -44,9 +44,9 @@ void Tally(R2ItemOutcome out, R2MethodResult& r) {
 
 // One task decomposed by the policy and every subtask executed on `tier` (no allocator): what
 // the pool can do on the decompositions whatever the allocation.
-Status RunDecomposed(const R2Env& env, const R2EnvConfig& c, const std::string& item_json,
-                     const std::string& tier, const std::string& adapter, R2ItemOutcome& out,
-                     R2MethodResult& r) {
+Status RunDecomposed(const R2Env& env, const std::string& item_json, const std::string& tier,
+                     const std::string& adapter, R2ItemOutcome& out, R2MethodResult& r) {
+  const R2EnvConfig& c = env.config();  // the prompt texts resolved
   ALLOT_ASSIGN_OR_RETURN(R2Item item, ParseR2Item(item_json, env.default_format()));
   ALLOT_ASSIGN_OR_RETURN(std::string prompt, runtime::RenderTemplate(c.r2.prompts.decomposer,
                                                                      {{"question", item.question}},
@@ -206,7 +206,7 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
         }
       } else if (method.rfind(kDecomposedPrefix, 0) == 0) {
         ALLOT_RETURN_IF_ERROR(RunDecomposed(
-            *env, c, item_json, method.substr(kDecomposedPrefix.size()), options.adapter, out, r));
+            *env, item_json, method.substr(kDecomposedPrefix.size()), options.adapter, out, r));
         r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
       } else {
         out.models = method;

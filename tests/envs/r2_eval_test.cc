@@ -111,6 +111,8 @@ TEST_F(R2EvalTest, DecomposedRunsEverySubtaskOnOneModel) {
   auto bodies = Bodies(server_, "/v1/completions");
   ASSERT_EQ(bodies.size(), 4u);
   EXPECT_EQ(bodies[0]["model"], "cold");  // the policy's adapter decomposes
+  const std::string decomposer = bodies[0]["prompt"];
+  EXPECT_NE(decomposer.find("What is 1 + 2?"), std::string::npos);
   EXPECT_EQ(bodies[1]["model"], "big-model");
   EXPECT_EQ(bodies[3]["model"], "big-model");
 }
