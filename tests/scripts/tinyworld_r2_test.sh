@@ -22,7 +22,7 @@ allot=$(realpath "$1")
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 eval_items=48
-alloc_items=24
+alloc_items=16
 sft_steps=150
 steps=16
 out=""
