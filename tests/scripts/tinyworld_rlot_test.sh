@@ -3,15 +3,17 @@
 # (configs/quickstart/rlot.yaml) on the shipped tiny-world pool, the trained navigator must beat,
 # on the held-out test items it evaluates (self-consistent accuracy, RLoT Sec. 4.1):
 #   - direct answering (RLoT's Direct QA: Terminate first);
-#   - zero-shot CoT, when the recipe's prompts have its template;
 #   - the best fixed block sequence the quickstart evaluates (Reason, Decompose, Debate,
 #     Reason-Reason, Reason-Refine, and RLoT App. G's Decompose-Reason-Refine): strictly more
 #     accurate.
-# An untrained (or uniformly random) navigator does not pass: it has to out-score the most
-# accurate of six fixed sequences. Minutes of training and evaluation: ctest label "results"
-# (scripts/test.sh runs it only with ALLOT_RESULTS=1).
+# A navigator that learned no more than one of those sequences does not pass: it has to
+# out-score the most accurate of them. Zero-shot CoT is printed, not asserted. Minutes of
+# training and evaluation: ctest label "results" (scripts/test.sh runs it only with
+# ALLOT_RESULTS=1).
 #
 #   tests/scripts/tinyworld_rlot_test.sh ALLOT_BINARY [quickstart options...]
+#   ALLOT_RLOT_TEST_RUN=DIR tests/scripts/tinyworld_rlot_test.sh ALLOT_BINARY
+#       checks the evaluations of a finished quickstart run in DIR instead of running one
 # Exit 0: passed; 77: skipped (no shipped pool); anything else: failed.
 set -uo pipefail
 allot=$1
@@ -23,18 +25,24 @@ if [[ ! -f $root/assets/tinyworld/pool/t1/config.json ]]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run_dir=$tmp/run  # or the caller's --out, kept
-args=("$@")
-for ((i = 0; i + 1 < ${#args[@]}; ++i)); do [[ ${args[i]} == --out ]] && run_dir=${args[i + 1]}; done
-ALLOT=$allot bash "$root/scripts/quickstart.sh" --no-setup --recipe rlot --out "$run_dir" "$@" \
-  > "$tmp/out.log" 2>&1
-code=$?
-if [[ $code != 0 ]]; then
-  echo "FAIL: scripts/quickstart.sh exited $code; its output:"
-  tail -n 40 "$tmp/out.log"
-  exit 1
+if [[ -n ${ALLOT_RLOT_TEST_RUN:-} ]]; then
+  run_dir=$ALLOT_RLOT_TEST_RUN
+else
+  run_dir=$tmp/run  # or the caller's --out, kept
+  args=("$@")
+  for ((i = 0; i + 1 < ${#args[@]}; ++i)); do
+    [[ ${args[i]} == --out ]] && run_dir=${args[i + 1]}
+  done
+  ALLOT=$allot bash "$root/scripts/quickstart.sh" --no-setup --recipe rlot --out "$run_dir" "$@" \
+    > "$tmp/out.log" 2>&1
+  code=$?
+  if [[ $code != 0 ]]; then
+    echo "FAIL: scripts/quickstart.sh exited $code; its output:"
+    tail -n 40 "$tmp/out.log"
+    exit 1
+  fi
+  sed -n '/^method /,/^(accuracy/p' "$tmp/out.log"
 fi
-sed -n '/^method /,/^(accuracy/p' "$tmp/out.log"
 python3 - "$root/scripts" "$run_dir/eval" <<'PY'
 import glob, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -49,8 +57,6 @@ best = qt.best_fixed(before)
 if best is None or "direct" not in before:
     sys.exit(f"FAIL: the baselines (direct, fixed sequences) were not evaluated in {d}")
 bars = [("direct", before["direct"]), (f"best fixed sequence {best['method']}", best)]
-if "cot" in before:
-    bars.append(("cot", before["cot"]))
 print(f"trained navigator: accuracy {nav['accuracy']:.3f} ({nav['problems']} problems), "
       f"{nav['tokens_per_problem']:.0f} tokens/problem")
 bad = []
@@ -58,7 +64,11 @@ for name, r in bars:
     print(f"{name}: accuracy {r['accuracy']:.3f}, {r['tokens_per_problem']:.0f} tokens/problem")
     if nav["accuracy"] <= r["accuracy"]:
         bad.append(f"navigator accuracy {nav['accuracy']:.3f} <= {name}'s {r['accuracy']:.3f}")
+if "cot" in before:  # reported, not asserted: issue 15 asks for direct and fixed sequences
+    cot = before["cot"]
+    print(f"zero-shot cot (not asserted): accuracy {cot['accuracy']:.3f}, "
+          f"{cot['tokens_per_problem']:.0f} tokens/problem")
 if bad:
     sys.exit("FAIL: the trained navigator does not beat the baselines: " + "; ".join(bad))
-print("PASS: the trained navigator beats direct answering, CoT and every fixed block sequence")
+print("PASS: the trained navigator beats direct answering and every fixed block sequence")
 PY
