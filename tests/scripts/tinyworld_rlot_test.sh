@@ -4,8 +4,8 @@
 # on the held-out test items it evaluates (self-consistent accuracy, RLoT Sec. 4.1):
 #   - direct answering (RLoT's Direct QA: Terminate first);
 #   - the best fixed block sequence the quickstart evaluates (Reason, Decompose, Debate,
-#     Reason-Reason, Reason-Refine, and RLoT App. G's Decompose-Reason-Refine): strictly more
-#     accurate.
+#     Reason-Reason, Reason-Refine, Debate-Reason, and RLoT App. G's Decompose-Reason-Refine):
+#     strictly more accurate.
 # A navigator that learned no more than one of those sequences does not pass: it has to
 # out-score the most accurate of them. Zero-shot CoT is printed, not asserted. Minutes of
 # training and evaluation: ctest label "results" (scripts/test.sh runs it only with
