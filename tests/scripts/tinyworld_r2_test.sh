@@ -77,12 +77,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 serve() {  # serve TIER [serve options...]: starts the tier, exports ALLOT_TW_<TIER>_URL
   local t=$1 url="" var
   shift
+  rm -f "$out/logs/serve-$t.log"  # a restart must not read the last server's address
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$allot" serve --model "$ALLOT_TW_POOL/$t" --port 0 \
     --served-model-name "$t" --threads 1 "$@" > "$out/logs/serve-$t.log" 2>&1 &
   serve_pid[$t]=$!
   pids+=($!)
   for _ in $(seq 600); do
-    url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$out/logs/serve-$t.log")
+    url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$out/logs/serve-$t.log" 2> /dev/null)
     [[ -n $url ]] && break
     kill -0 "${serve_pid[$t]}" 2> /dev/null || break
     sleep 0.1
