@@ -2,11 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "envs/coger/coger_env.h"
+#include "envs/runtime/eval_output.h"
 #include "rewards/grader.h"
 
 namespace allot::envs::coger {
@@ -208,19 +207,12 @@ int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetCon
   options.limit = limit;
   options.seed = seed;
   options.adapter = adapter;
-  if (!method.empty() && method != "all") {
-    std::stringstream ss(method);
-    for (std::string m; std::getline(ss, m, ',');) options.methods.push_back(m);
-  }
+  options.methods = runtime::ParseEvalMethods(method);
   Result<std::vector<CogerMethodResult>> results = RunCogerEval(config, ds->examples, options);
   if (!results.ok()) return fail(results.status());
   PrintCogerEval(*results, out);
   if (!json_path.empty()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const CogerMethodResult& r : *results) j.push_back(r.ToJson());
-    std::ofstream f(json_path);
-    f << j.dump(2) << "\n";
-    if (!f) return fail(Unavailable(json_path + ": cannot write"));
+    if (Status st = runtime::WriteEvalJson(*results, json_path); !st.ok()) return fail(st);
   }
   return 0;
 }

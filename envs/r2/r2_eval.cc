@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "envs/r2/r2_env.h"
 #include "envs/r2/subtask_plan.h"
 #include "envs/runtime/prompt_template.h"
+#include "envs/runtime/eval_output.h"
 #include "rewards/grader.h"
 
 namespace allot::envs::r2 {
@@ -273,19 +273,12 @@ int RunR2EvalCommand(const R2EnvConfig& config, const datasets::DatasetConfig& d
   R2EvalOptions options;
   options.limit = limit;
   options.adapter = adapter;
-  if (!method.empty() && method != "all") {
-    std::stringstream ss(method);
-    for (std::string m; std::getline(ss, m, ',');) options.methods.push_back(m);
-  }
+  options.methods = runtime::ParseEvalMethods(method);
   Result<std::vector<R2MethodResult>> results = RunR2Eval(config, ds->examples, options);
   if (!results.ok()) return fail(results.status());
   PrintR2Eval(*results, out);
   if (!json_path.empty()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const R2MethodResult& r : *results) j.push_back(r.ToJson());
-    std::ofstream f(json_path);
-    f << j.dump(2) << "\n";
-    if (!f) return fail(Unavailable(json_path + ": cannot write"));
+    if (Status st = runtime::WriteEvalJson(*results, json_path); !st.ok()) return fail(st);
   }
   return 0;
 }
