@@ -194,6 +194,31 @@ if [[ $env_name == atlas ]]; then
   say "done in $(( $(date +%s) - started )) s: $run_dir/eval/atlas.json"
   exit 0
 fi
+# One `allot eval` per method and shard of the eval subset (eval-<k>.jsonl from split-data),
+# all at once, so that the servers batch their requests together; each writes
+# eval/PHASE-METHOD-SHARD.json. eval_methods PHASE EVAL_DIR METHOD... (more eval arguments in
+# the array eval_extra).
+eval_extra=()
+eval_methods() {
+  local phase=$1 dir=$2 m name shard
+  shift 2
+  local eval_pids=()
+  for m in "$@"; do
+    name=${m//:/_}
+    for shard in "$run_dir"/eval-*.jsonl; do
+      shard=$(basename "$shard" .jsonl)
+      ALLOT_QS_EVAL_DATA=$run_dir/$shard.jsonl "$ALLOT" eval "$dir" -c "$recipe_file" \
+        --method "$m" "${eval_extra[@]}" --json "$run_dir/eval/$phase-$name-$shard.json" \
+        > "$logs/eval-$phase-$name-$shard.log" 2>&1 &
+      pids+=($!)
+      eval_pids+=($!)
+    done
+  done
+  for p in "${eval_pids[@]}"; do
+    wait "$p" || { echo "quickstart.sh: allot eval failed; see $logs/eval-$phase-*.log" >&2;
+                   exit 1; }
+  done
+}
 if [[ $env_name == rlot ]]; then
   # --- RLoT: the baselines, training, the trained navigator --------------------------------
   # RLoT Sec. 4.1 and App. G: direct answering, zero-shot CoT, and fixed block sequences (every
@@ -202,27 +227,13 @@ if [[ $env_name == rlot ]]; then
   # on two shared cores; RLoT Table 21 votes 3). One `allot eval` per method and shard, four
   # methods at a time, so that the server batches their requests.
   rlot_eval() {  # rlot_eval PHASE METHOD...
-    local phase=$1 m b shard batch=()
+    local phase=$1 m batch=()
     shift
+    eval_extra=(--trails "$rlot_trails")
     for m in "$@"; do
       batch+=("$m")
       if [[ ${#batch[@]} == 4 || $m == "${!#}" ]]; then
-        local eval_pids=()
-        for b in "${batch[@]}"; do
-          for shard in "$run_dir"/eval-*.jsonl; do
-            shard=$(basename "$shard" .jsonl)
-            ALLOT_QS_EVAL_DATA=$run_dir/$shard.jsonl "$ALLOT" eval "$run_dir/train" \
-              -c "$recipe_file" --method "$b" --trails "$rlot_trails" \
-              --json "$run_dir/eval/$phase-${b//:/_}-$shard.json" \
-              > "$logs/eval-$phase-${b//:/_}-$shard.log" 2>&1 &
-            pids+=($!)
-            eval_pids+=($!)
-          done
-        done
-        for p in "${eval_pids[@]}"; do
-          wait "$p" || { echo "quickstart.sh: allot eval failed; see $logs/eval-$phase-*.log" >&2;
-                         exit 1; }
-        done
+        eval_methods "$phase" "$run_dir/train" "${batch[@]}"
         batch=()
       fi
     done
@@ -264,26 +275,11 @@ if [[ $env_name != coger ]]; then
 fi
 
 # --- CogER: evaluate, train, evaluate ------------------------------------------------------
-# One `allot eval` process per method and shard of the eval subset (eval-<k>.jsonl from
-# split-data), so that the servers batch their requests together.
 evaluate() {  # evaluate PHASE ADAPTER METHOD...
-  local phase=$1 adapter=$2 m shard
+  local phase=$1 adapter=$2
   shift 2
-  local eval_pids=()
-  for m in "$@"; do
-    for shard in "$run_dir"/eval-*.jsonl; do
-      shard=$(basename "$shard" .jsonl)
-      ALLOT_QS_EVAL_DATA=$run_dir/$shard.jsonl "$ALLOT" eval "$run_dir" -c "$recipe_file" \
-        --method "$m" ${adapter:+--adapter "$adapter"} \
-        --json "$run_dir/eval/$phase-$m-$shard.json" > "$logs/eval-$phase-$m-$shard.log" 2>&1 &
-      pids+=($!)
-      eval_pids+=($!)
-    done
-  done
-  for p in "${eval_pids[@]}"; do
-    wait "$p" || { echo "quickstart.sh: allot eval failed; see $logs/eval-$phase-*.log" >&2;
-                   exit 1; }
-  done
+  eval_extra=(${adapter:+--adapter "$adapter"})
+  eval_methods "$phase" "$run_dir" "$@"
 }
 say "before training: fixed levels L1..L4, random routing and the untrained router on" \
     "$eval_items test items"
