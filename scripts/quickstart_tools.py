@@ -207,20 +207,29 @@ def reward_data(metrics, out):
     return 0
 
 
+def filter_items(path, keep, what):
+    """Keeps the JSONL items of `path` for which keep(item) holds, in place: (kept, all), or None
+    (and a message) when none is left."""
+    with open(path) as f:
+        rows = [line for line in f if line.strip()]
+    kept = [r for r in rows if keep(json.loads(r))]
+    if not kept:
+        print(f"{path}: no item {what}", file=sys.stderr)
+        return None
+    with open(path, "w") as f:
+        f.writelines(kept)
+    return len(kept), len(rows)
+
+
 def keep_decomposable(path):
     # R2-Reasoner decomposes a task into subtasks for tool-less models: the tiny world's items
     # that need the knowledge tool (min_level 4) or have a one-step solution give it nothing to do.
-    with open(path) as f:
-        rows = [line for line in f if line.strip()]
-    kept = [r for r in rows
-            if json.loads(r).get("min_level", 1) <= 3
-            and json.loads(r).get("solution", "").count("Step ") >= 2]
-    if not kept:
-        print(f"{path}: no item with min_level <= 3 and two solution steps", file=sys.stderr)
+    counts = filter_items(path, lambda j: j.get("min_level", 1) <= 3
+                          and j.get("solution", "").count("Step ") >= 2,
+                          "with min_level <= 3 and two solution steps")
+    if counts is None:
         return 1
-    with open(path, "w") as f:
-        f.writelines(kept)
-    print(f"train: {len(kept)} of {len(rows)} items have a tool-free multi-step solution")
+    print(f"train: {counts[0]} of {counts[1]} items have a tool-free multi-step solution")
     return 0
 
 
@@ -230,15 +239,10 @@ def keep_tool_free(paths):
     # 4) score 0 under every method and would only add minutes. A data filter, never seen by
     # the navigator.
     for path in paths:
-        with open(path) as f:
-            rows = [line for line in f if line.strip()]
-        kept = [r for r in rows if json.loads(r).get("min_level", 1) <= 3]
-        if not kept:
-            print(f"{path}: no item with min_level <= 3", file=sys.stderr)
+        counts = filter_items(path, lambda j: j.get("min_level", 1) <= 3, "with min_level <= 3")
+        if counts is None:
             return 1
-        with open(path, "w") as f:
-            f.writelines(kept)
-        print(f"{os.path.basename(path)}: {len(kept)} of {len(rows)} items need no tool")
+        print(f"{os.path.basename(path)}: {counts[0]} of {counts[1]} items need no tool")
     return 0
 
 
