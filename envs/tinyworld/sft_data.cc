@@ -145,13 +145,14 @@ nlohmann::json SftRecord::ToJson() const {
 }
 
 std::vector<std::string> SftFormats() {
-  return {"direct",    "cot",         "tool",        "reason_in_tool", "route",     "self_eval",
-          "refine",    "reason_step", "has_answer",  "final",          "decompose", "solve_subtask",
-          "summarize", "plans",       "choose_plan", "follow_plan",    "numbered"};
+  return {"direct",        "cot",       "step",        "tool",        "reason_in_tool", "route",
+          "self_eval",     "refine",    "reason_step", "has_answer",  "final",          "decompose",
+          "solve_subtask", "summarize", "plans",       "choose_plan", "follow_plan",    "numbered"};
 }
 
 Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftConfig& config,
-                                              SplitMix64& rng) {
+                                              SplitMix64& rng,
+                                              const std::set<std::string>& held_out) {
   const std::vector<std::string> all = SftFormats();
   for (const auto& f : config.formats) {
     if (std::find(all.begin(), all.end(), f) == all.end()) {
@@ -194,6 +195,20 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
   // Answering without a tool is only taught where no tool is needed (L1-L3).
   if (on("direct") && !tool) add("direct", "", kAskDirect, final_answer);
   if (on("cot") && !tool) add("cot", "", kAskChainOfThought, StepLines(steps, n) + final_answer);
+  if (on("step") && !tool) {
+    // Each step of the chain on its own, so that the operations the chains (and R2's subtasks,
+    // and RLoT's blocks) are made of are seen far more often than the items they come from.
+    for (const SolutionStep& s : reference) {
+      int64_t a = 0, b = 0, c = 0;
+      char op = 0;
+      if (!ParseEquation(s.text, &a, &op, &b, &c)) continue;
+      const std::string sq = "What is " + N(a) + " " + op + " " + N(b) + "?";
+      if (held_out.count(sq)) continue;
+      out.push_back({Prompt(sq, "", kAskDirect), FinalAnswer(N(c)), "step", item.id});
+      out.push_back({Prompt(sq, "", kAskChainOfThought),
+                     StepLine(1, s.text) + "\n" + FinalAnswer(N(c)), "step", item.id});
+    }
+  }
   if (on("tool")) {
     // CoTool (CogER App. B.2), cut after every <|end_tool_query|>.
     // The conversation continues after the prompt: each record's prompt is the first prompt
@@ -239,7 +254,7 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
   // RLoT (App. K.2): every record is one of the env's template calls, rendered from the tiny
   // world's templates (rlot_templates.h) with the values the env would fill in. The navigator
   // works without tools, so items that need one get none of these.
-  if (n == 0 || tool) return out;
+  if (n == 0 || tool || !rng.Percent(config.rlot_percent)) return out;
   auto rlot = [&](const char* format, const RlotTemplate& t, size_t k,
                   std::map<std::string, std::string> vars, std::string completion) {
     vars["question"] = q;

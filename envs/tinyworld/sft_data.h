@@ -11,6 +11,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct SftConfig {
   // CoTool inserts (CogER App. B.2: the model's own reading of the tool output, taught by the
   // reason_in_tool records), "raw" the tool output itself.
   std::string tool_results = "reasoned";
+  // Share of the tool-free items that get the RLoT records (self_eval .. follow_plan and the
+  // Decompose block's three). Those records are long and take most of the tokens at 100; the
+  // half left out goes to the arithmetic the tiers answer with (direct, cot, step).
+  int64_t rlot_percent = 50;
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -54,16 +59,22 @@ struct SftConfig {
     v.Field("tool_results", tool_results,
             {.doc = "between the result markers: reasoned (CoTool's reading) or raw (tool output)",
              .choices = {"reasoned", "raw"}});
+    v.Field("rlot_percent", rlot_percent,
+            {.doc = "tool-free items that get the RLoT records", .min = 0, .max = 100});
   }
 };
 
-// direct, cot, tool, reason_in_tool, route, self_eval, refine, reason_step,
+// direct, cot, step, tool, reason_in_tool, route, self_eval, refine, reason_step,
 // follow_plan, has_answer, final,
 // decompose, solve_subtask, summarize, plans, choose_plan, numbered.
+// "step" drills the arithmetic the chains are made of: every step "a op b = c" of a tool-free
+// item becomes its own question "What is a op b?", answered directly and in one CoT step.
 std::vector<std::string> SftFormats();
 
-// The records of every enabled format that applies to `item`.
+// The records of every enabled format that applies to `item`. A step whose question is in
+// `held_out` (the test split's questions) gets no step record, so no test question is trained.
 Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftConfig& config,
-                                              SplitMix64& rng);
+                                              SplitMix64& rng,
+                                              const std::set<std::string>& held_out = {});
 
 }  // namespace allot::envs::tinyworld

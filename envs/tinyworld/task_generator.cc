@@ -164,10 +164,15 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
   w.train = std::move(open_train);
   w.test = std::move(open_test);
 
+  // The step drill must not turn a test question into a train record.
+  std::set<std::string> held_out;
+  for (const TaskItem& item : w.test) {
+    if (!item.multiple_choice()) held_out.insert(item.question);
+  }
   SplitMix64 sft_rng = root.Fork("sft");
   for (const TaskItem& item : w.train) {
     ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
-                           MakeSftRecords(item, config.sft, sft_rng));
+                           MakeSftRecords(item, config.sft, sft_rng, held_out));
     for (auto& r : records) w.sft.push_back(std::move(r));
   }
   return w;

@@ -105,6 +105,79 @@ TEST(TinyWorldSftTest, AnswersInBoxesAreTheItemsAnswers) {
   }
 }
 
+// The step drill: every record asks one operation of a train item's chain, answers it right,
+// and no test question is among them (the generator holds the test split out).
+TEST(TinyWorldSftTest, StepRecordsDrillTheChainsOperationsButNoTestQuestion) {
+  const auto items = ItemsById();
+  std::set<std::string> test_questions;
+  for (const TaskItem& t : SmallWorld().test) test_questions.insert(t.question);
+  const std::regex ask(R"(^What is (\d+) ([-+*]) (\d+)\?$)");
+  size_t direct = 0, cot = 0;
+  for (const SftRecord* r : Records("step")) {
+    const TaskItem& item = *items.at(r->item_id);
+    EXPECT_LT(item.min_level, 4) << "no drill for tool items: " << r->item_id;
+    const std::string question = Lines(r->prompt).front();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(question, m, ask)) << r->prompt;
+    EXPECT_FALSE(test_questions.count(question)) << question << " is a test question";
+    const int64_t a = std::stoll(m[1]), b = std::stoll(m[3]);
+    const char op = m[2].str()[0];
+    const int64_t c = op == '+' ? a + b : op == '-' ? a - b : a * b;
+    EXPECT_EQ(datasets::LastBoxed(r->completion), std::to_string(c)) << r->prompt;
+    // The operation is one of the item's own steps.
+    const std::string eq = m[1].str() + " " + op + " " + m[3].str() + " = " + std::to_string(c);
+    bool own = false;
+    for (const SolutionStep& s : item.steps) own = own || s.text == eq;
+    EXPECT_TRUE(own) << eq << " is not a step of " << r->item_id;
+    if (r->completion.find(StepLine(1, eq)) == 0)
+      ++cot;
+    else
+      ++direct;
+  }
+  EXPECT_GT(direct, 100u);
+  EXPECT_EQ(direct, cot) << "each step is drilled directly and as a one-step chain";
+  // A test question that is also a train item's step is left out: hold out every step.
+  TinyWorldConfig c = SmallConfig();
+  c.sft.formats = {"step"};
+  c.buckets = {"add2"};
+  auto w = GenerateTinyWorld(c);
+  ASSERT_TRUE(w.ok());
+  std::set<std::string> everything;
+  for (const TaskItem& t : w->train) {
+    for (const SolutionStep& s : t.steps)
+      everything.insert("What is " + s.text.substr(0, s.text.find(" =")) + "?");
+  }
+  SplitMix64 rng(1);
+  for (const TaskItem& t : w->train) {
+    auto records = MakeSftRecords(t, c.sft, rng, everything);
+    ASSERT_TRUE(records.ok());
+    EXPECT_TRUE(records->empty()) << t.id;
+  }
+}
+
+// rlot_percent: the share of tool-free items that get the RLoT records.
+TEST(TinyWorldSftTest, RlotPercentSetsTheShareOfItemsWithRlotRecords) {
+  auto items_with_rlot = [](int64_t percent) {
+    TinyWorldConfig c = SmallConfig();
+    c.sft.rlot_percent = percent;
+    auto w = GenerateTinyWorld(c);
+    EXPECT_TRUE(w.ok());
+    std::set<std::string> ids, tool_free;
+    for (const SftRecord& r : w->sft) {
+      if (r.format == "final") ids.insert(r.item_id);
+      if (r.format == "cot") tool_free.insert(r.item_id);
+    }
+    return std::make_pair(ids.size(), tool_free.size());
+  };
+  const auto [none, n0] = items_with_rlot(0);
+  const auto [half, n50] = items_with_rlot(50);
+  const auto [all, n100] = items_with_rlot(100);
+  EXPECT_EQ(none, 0u);
+  EXPECT_EQ(all, n100);
+  EXPECT_GT(half, n50 / 3);
+  EXPECT_LT(half, 2 * n50 / 3);
+}
+
 TEST(TinyWorldSftTest, ToolRecordsStopAtTheQueryAndNeverWriteResults) {
   const auto items = ItemsById();
   std::map<std::string, int> queries;
