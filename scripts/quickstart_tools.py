@@ -156,6 +156,8 @@ def by_difficulty(rows):
     out = ["", "per difficulty: correct/items, and where routing sent them (L1-L2-L3-L4)",
            f"{'method':<20} " + " ".join(f"{k:>15}" for k in kinds)]
     for label, r in rows:
+        if "items" not in r:
+            continue  # an expectation, not an evaluation of items
         cells = []
         for k in kinds:
             its = [it for it in r.get("items", []) if it.get("difficulty") == k]
@@ -168,12 +170,35 @@ def by_difficulty(rows):
     return out
 
 
+def expected_random(results):
+    """Uniform random routing's expectation on the evaluated items: a query goes to each level
+    with probability 1/4, and every fixed level already answered every item greedily, so the
+    expected accuracy, cost, energy and latency are the means over L1..L4 (one seeded draw of
+    a few dozen queries is noisy: the method "random" is that draw)."""
+    fixed = {r["method"]: r for r in results if r["method"] in ("L1", "L2", "L3", "L4")}
+    if len(fixed) != 4 or len({r["episodes"] for r in fixed.values()}) != 1:
+        return None
+    levels = list(fixed.values())
+    mean = lambda key: sum(r[key] for r in levels) / 4
+    return {"method": "random (expected)", "episodes": levels[0]["episodes"],
+            "accuracy": mean("accuracy"), "failed": round(mean("failed")),
+            "mean_cost_usd": mean("mean_cost_usd"), "mean_energy_j": mean("mean_energy_j"),
+            "mean_latency_s": mean("mean_latency_s"),
+            "levels": {"L1": "-", "L2": "-", "L3": "-", "L4": "-"}}
+
+
 def table(out_dir, args):
     split = args.index("--")
     before, after = load_results(args[:split]), load_results(args[split + 1:])
-    order = {m: i for i, m in enumerate(["L1", "L2", "L3", "L4", "random", "router"])}
+    expected = expected_random(before)
+    if expected is not None:
+        before.append(expected)
+    order = {m: i for i, m in enumerate(
+        ["L1", "L2", "L3", "L4", "random (expected)", "random", "router"])}
     before.sort(key=lambda r: order.get(r["method"], 99))
-    rows = [("fixed " + r["method"] if r["method"].startswith("L") else r["method"], r)
+    label = {"random": "random (one draw)"}
+    rows = [("fixed " + r["method"] if r["method"].startswith("L")
+             else label.get(r["method"], r["method"]), r)
             for r in before if r["method"] != "router"]
     rows += [("router (untrained)", r) for r in before if r["method"] == "router"]
     rows += [("router (trained)", r) for r in after if r["method"] == "router"]
