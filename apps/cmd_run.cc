@@ -207,7 +207,7 @@ int Eval(const EvalArgs& a) {
     if (loaded->config.env.name == "rlot") {  // RLoT's LLM env on eval_data
       const AllotConfig& cfg = loaded->config;
       auto rlot = envs::rlot::CompleteRlotEnvConfig(cfg.env.rlot, cfg.endpoints, cfg.rewards.prm,
-                                                    loaded->source);
+                                                    cfg.dqn.gamma, loaded->source);
       if (!rlot.ok()) return Fail("eval", rlot.status());
       auto problems = envs::rlot::LoadProblems(cfg.eval_data, "eval_data");
       if (!problems.ok()) return Fail("eval", problems.status());

@@ -117,7 +117,8 @@ int RunDqnEngine(RunContext& ctx) {
       return kExitError;
     }
     auto env_config = envs::rlot::RlotEnvConfigForRun(cfg.env.rlot, cfg.endpoints,
-                                                       cfg.rewards.prm, ctx.loaded.source);
+                                                       cfg.rewards.prm, cfg.dqn.gamma,
+                                                       ctx.loaded.source);
     auto items = env_config.ok() ? envs::rlot::RlotDatasetItems(cfg.train_data)
                                  : Result<std::vector<std::string>>(env_config.status());
     if (!items.ok()) {

@@ -27,6 +27,21 @@ struct RlotEnvConfig {
   std::string prm_endpoint = "prm";
   rewards::PrmRewardConfig prm;
   RuleStepVerifierConfig rule;
+  // The reward of each transition. "score" is RLoT's (notes.md: "each non-terminal step gets
+  // the PRM score of the chain so far; the terminal step gets the outcome"). "shaped" is
+  // potential-based shaping (Ng, Harada & Russell 1999, "Policy invariance under reward
+  // transformations") with the potential Phi = the step scorer's score of the chain so far
+  // (0 before any step and at the terminal state): a block earns
+  // shaping_gamma * Phi(new chain) - Phi(old chain), the terminal decision
+  // outcome - Phi(last chain scored). The shaping terms telescope, so every episode's
+  // discounted return is shaping_gamma^(T-1) * outcome whatever the scores, and the best
+  // navigator is the outcome's; under "score" a navigator can instead collect a score per block
+  // up to max_blocks (each Refine re-earns its step's score) and ignore the outcome.
+  std::string step_reward = "score";
+  // The discount of the shaping, which must be the learner's: dqn.gamma, filled in by the
+  // recipe (CompleteRlotEnvConfig, rlot_recipe.h), which refuses a value set here that differs.
+  // -1: not filled in yet (RlotEnv::Create refuses step_reward: shaped without it).
+  double shaping_gamma = -1.0;
 
   int max_blocks = 5;             // RLoT: 5 blocks; Terminate is forced on the 6th decision
   double temperature = 1.0;       // notes.md: every LLM call used temperature 1.0
@@ -57,6 +72,16 @@ struct RlotEnvConfig {
     v.Field("prm_endpoint", prm_endpoint, {.doc = "endpoint of the PRM (step_scorer: prm)"});
     v.Field("prm", prm, {.doc = "the PRM request (RLoT: Math-Shepherd, last step's P(+))"});
     v.Field("rule", rule, {.doc = "the rule-based step verifier's scores"});
+    v.Field("step_reward", step_reward,
+            {.doc = "transition reward: score (RLoT: the step scorer's score per block, the "
+                    "outcome at the end) or shaped (potential-based shaping with that score as "
+                    "the potential: the discounted return is the outcome's)",
+             .choices = {"score", "shaped"}});
+    v.Field("shaping_gamma", shaping_gamma,
+            {.doc = "discount of the shaping under step_reward: shaped; the recipe fills in "
+                    "dqn.gamma and refuses any other value (-1: not filled in)",
+             .min = -1.0,
+             .max = 1.0});
     v.Field("max_blocks", max_blocks,
             {.doc = "logic blocks before Terminate is forced (RLoT: 5)", .min = 1, .max = 64});
     v.Field("temperature", temperature, {.doc = "LLM sampling temperature", .min = 0.0});

@@ -1,6 +1,7 @@
 #include "envs/rlot/rlot_env.h"
 
 #include <cctype>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <span>
@@ -272,6 +273,16 @@ Result<std::unique_ptr<RlotEnv>> RlotEnv::Create(
     std::shared_ptr<const rewards::StepScorer> scorer) {
   ALLOT_ASSIGN_OR_RETURN(RlotPrompts prompts, RlotPrompts::Load(config.prompts_dir));
   ALLOT_RETURN_IF_ERROR(rewards::ParseAnswerFormat(config.answer_format).status());
+  if (config.step_reward != "score" && config.step_reward != "shaped") {
+    return InvalidArgument("env.rlot.step_reward: '" + config.step_reward +
+                           "' is not one of score, shaped");
+  }
+  if (config.step_reward == "shaped" &&
+      !(config.shaping_gamma >= 0.0 && config.shaping_gamma <= 1.0)) {
+    return InvalidArgument("env.rlot.shaping_gamma: step_reward: shaped needs the learner's "
+                           "discount in [0, 1] (the recipe fills in dqn.gamma), got " +
+                           std::to_string(config.shaping_gamma));
+  }
   // Keys do not travel in env_config: llm::Client::Create resolves each endpoint's
   // api_key_env in this process (llm::ResolveApiKey).
   if (client == nullptr) {
@@ -369,6 +380,12 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   State state{};  // nothing evaluated yet: every aspect "not involved"
   std::vector<int> chosen, applied;
   double prm = 0.0, outcome = 0.0;
+  // step_reward: shaped (rlot_config.h): phi is the potential of the state the decision is
+  // taken in, the score of the chain last scored (0 before any step).
+  const bool shaped = config_.step_reward == "shaped";
+  const double gamma = config_.shaping_gamma;
+  double phi = 0.0;
+  std::string step_scores;
   bool finished_early = false;
   Status status = Status::Ok();
   for (int decision = 1; status.ok(); ++decision) {
@@ -407,10 +424,13 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
         break;
       }
       outcome = *o;
-      tr.reward = static_cast<float>(outcome);
+      // Shaped: the terminal state's potential is 0, so the decision also gives back phi.
+      const double reward = shaped ? outcome - phi : outcome;
+      if (shaped) prm -= phi;
+      tr.reward = static_cast<float>(reward);
       tr.next_state = tr.state;
       tr.done = true;
-      t.step_rewards.push_back(outcome);
+      t.step_rewards.push_back(reward);
       t.transitions.push_back(std::move(tr));
       break;
     }
@@ -424,17 +444,29 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
       status = next.status();
       break;
     }
-    prm += *r;
-    tr.reward = static_cast<float>(*r);
+    // RLoT: the score itself; shaped: gamma * Phi(new chain) - Phi(old chain).
+    const double reward = shaped ? gamma * *r - phi : *r;
+    phi = *r;
+    char score_text[32];
+    std::snprintf(score_text, sizeof(score_text), "%.6g", *r);
+    step_scores += (step_scores.empty() ? "" : ",") + std::string(score_text);
+    prm += reward;
+    tr.reward = static_cast<float>(reward);
     tr.next_state.assign(next->begin(), next->end());
     tr.done = false;
-    t.step_rewards.push_back(*r);
+    t.step_rewards.push_back(reward);
     t.transitions.push_back(std::move(tr));
     state = *next;
   }
+  // "prm" is the sum of the transition rewards other than the outcome: the scores under
+  // step_reward: score, the shaping terms under shaped (their undiscounted sum, -(1 - gamma) x
+  // the scores' sum). Either way t.reward is the episode's undiscounted return, and the raw
+  // scores are in info["step_scores"].
   t.SetReward("outcome", outcome);
   t.SetReward("prm", prm);
   t.reward = outcome + prm;
+  t.info["step_reward"] = config_.step_reward;
+  t.info["step_scores"] = step_scores;
   t.info["blocks"] = Joined(applied);
   t.info["chosen"] = Joined(chosen);
   t.info["pattern"] = BlockPattern(applied);

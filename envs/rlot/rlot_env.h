@@ -13,7 +13,9 @@
 // After every other block the LLM is asked whether the answer is already there (yes/no); on
 // yes it answers and the episode ends with the outcome. Otherwise the step's reward is the
 // step scorer's score of the chain so far (the PRM's last-step P(+)), and the self-evaluation
-// gives the next state. At most `max_blocks` blocks: the next decision is Terminate.
+// gives the next state. At most `max_blocks` blocks: the next decision is Terminate. With
+// step_reward: shaped (rlot_config.h) that score is a potential instead: a block earns
+// gamma * score(new chain) - score(old chain), the end outcome - score(last chain).
 //
 // Every decision is one DQN transition (state, action, reward, next_state, done). The action
 // stored is the one the navigator chose, before the Refine->Reason and forced-Terminate rules

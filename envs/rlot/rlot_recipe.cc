@@ -12,10 +12,18 @@ namespace fs = std::filesystem;
 
 Result<RlotEnvConfig> CompleteRlotEnvConfig(RlotEnvConfig config,
                                             const std::vector<llm::EndpointConfig>& endpoints,
-                                            const rewards::PrmRewardConfig& prm,
+                                            const rewards::PrmRewardConfig& prm, double dqn_gamma,
                                             const std::string& recipe_path) {
   if (config.endpoints.empty()) config.endpoints = endpoints;
   config.prm = prm;
+  // The shaping must discount as the learner does, or it is not policy-invariant.
+  if (config.shaping_gamma < 0.0) {
+    config.shaping_gamma = dqn_gamma;
+  } else if (config.shaping_gamma != dqn_gamma) {
+    return InvalidArgument("env.rlot.shaping_gamma: " + std::to_string(config.shaping_gamma) +
+                           " differs from dqn.gamma " + std::to_string(dqn_gamma) +
+                           " (leave it unset: it is filled in from dqn.gamma)");
+  }
   std::error_code ec;
   const fs::path dir(config.prompts_dir);
   if (dir.is_relative() && !recipe_path.empty()) {
@@ -46,10 +54,10 @@ Result<RlotEnvConfig> CompleteRlotEnvConfig(RlotEnvConfig config,
 
 Result<std::string> RlotEnvConfigForRun(const RlotEnvConfig& config,
                                         const std::vector<llm::EndpointConfig>& endpoints,
-                                        const rewards::PrmRewardConfig& prm,
+                                        const rewards::PrmRewardConfig& prm, double dqn_gamma,
                                         const std::string& recipe_path) {
   ALLOT_ASSIGN_OR_RETURN(RlotEnvConfig done,
-                         CompleteRlotEnvConfig(config, endpoints, prm, recipe_path));
+                         CompleteRlotEnvConfig(config, endpoints, prm, dqn_gamma, recipe_path));
   return config::ToYaml(done);
 }
 

@@ -14,19 +14,20 @@
 namespace allot::envs::rlot {
 
 // Completes env.rlot from the rest of the recipe: `endpoints` when env.rlot lists none, the
-// PRM request from rewards.prm, and a relative prompts_dir resolved against the recipe's
-// directory (then the working directory). Checks that the env can be built (templates,
-// endpoint names) before anything runs.
+// PRM request from rewards.prm, shaping_gamma from `dqn_gamma` (dqn.gamma; a shaping_gamma set
+// to anything else is an error naming both), and a relative prompts_dir resolved against the
+// recipe's directory (then the working directory). Checks that the env can be built
+// (templates, endpoint names) before anything runs.
 Result<RlotEnvConfig> CompleteRlotEnvConfig(RlotEnvConfig config,
                                             const std::vector<llm::EndpointConfig>& endpoints,
-                                            const rewards::PrmRewardConfig& prm,
+                                            const rewards::PrmRewardConfig& prm, double dqn_gamma,
                                             const std::string& recipe_path);
 
 // The completed config as the workers' env_config text (YAML). API keys are not written:
 // workers resolve their own.
 Result<std::string> RlotEnvConfigForRun(const RlotEnvConfig& config,
                                         const std::vector<llm::EndpointConfig>& endpoints,
-                                        const rewards::PrmRewardConfig& prm,
+                                        const rewards::PrmRewardConfig& prm, double dqn_gamma,
                                         const std::string& recipe_path);
 
 // Problems of a dataset split (eval_data for `allot eval`).

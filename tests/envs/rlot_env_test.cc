@@ -3,9 +3,11 @@
 // the failure paths (endpoint 500, malformed self-evaluation, runaway output).
 #include "envs/rlot/rlot_env.h"
 #include "envs/rlot/rlot_eval.h"
+#include "envs/rlot/rlot_recipe.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -436,6 +438,113 @@ TEST(RlotEnvTest, ConfigErrorsNameTheField) {
   auto bad = RlotEnv::Create(c, llm.Client(), std::make_shared<CountingScorer>());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("llm_endpoint"), std::string::npos);
+}
+
+// step_reward: shaped (Ng et al. 1999 shaping, the score as potential): with CountingScorer's
+// scores 0.1, 0.2, 0.3 and 0.3 (Refine rewrites step 3) each block earns
+// gamma * score(new) - score(old) and Terminate outcome - score(last), so the discounted
+// return telescopes to gamma^4 * outcome. A flipped sign or another gamma changes every value.
+TEST(RlotEnvTest, ShapedStepRewardTelescopesToTheDiscountedOutcome) {
+  RlotEnvConfig c = Config();
+  c.step_reward = "shaped";
+  c.shaping_gamma = 0.9;
+  Fixture f(c);
+  auto t = f.env->RunWith(Input(), Sequence({3, 1, 2, 3, 4}));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  const std::vector<double> expected = {0.9 * 0.1 - 0.0, 0.9 * 0.2 - 0.1, 0.9 * 0.3 - 0.2,
+                                        0.9 * 0.3 - 0.3, 1.0 - 0.3};
+  ASSERT_EQ(t->transitions.size(), expected.size());
+  ASSERT_EQ(t->step_rewards.size(), expected.size());
+  double discounted = 0.0, discount = 1.0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(t->transitions[i].reward, expected[i], 1e-6) << i;
+    EXPECT_NEAR(t->step_rewards[i], expected[i], 1e-12) << i;
+    discounted += discount * t->step_rewards[i];
+    discount *= 0.9;
+  }
+  EXPECT_LT(t->transitions[3].reward, 0.0f);  // the Refine that re-earns 0.3 now costs 0.03
+  EXPECT_NEAR(discounted, std::pow(0.9, 4) * 1.0, 1e-12);
+  // outcome stays the outcome; prm is the shaping terms' sum, -(1 - gamma) x the scores' sum,
+  // so that outcome + prm is the undiscounted return; the raw scores are in info.
+  EXPECT_DOUBLE_EQ(t->rewards[0].second, 1.0);
+  EXPECT_EQ(t->rewards[1].first, "prm");
+  EXPECT_NEAR(t->rewards[1].second, -0.1 * (0.1 + 0.2 + 0.3 + 0.3), 1e-12);
+  EXPECT_NEAR(t->reward, 1.0 - 0.09, 1e-12);
+  EXPECT_EQ(t->info.at("step_scores"), "0.1,0.2,0.3,0.3");
+  EXPECT_EQ(t->info.at("step_reward"), "shaped");
+
+  // A wrong answer, another gamma: the discounted return is 0, however high the scores.
+  c.shaping_gamma = 0.8;
+  Fixture g(c);
+  auto w = g.env->RunWith(Input("11"), Sequence({0, 0, 4}));
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(w->failure.failed()) << w->failure.message;
+  ASSERT_EQ(w->step_rewards.size(), 3u);
+  EXPECT_NEAR(w->step_rewards[0], 0.8 * 0.1, 1e-12);
+  EXPECT_NEAR(w->step_rewards[1], 0.8 * 0.2 - 0.1, 1e-12);
+  EXPECT_NEAR(w->step_rewards[2], 0.0 - 0.2, 1e-12);
+  EXPECT_NEAR(w->step_rewards[0] + 0.8 * w->step_rewards[1] + 0.64 * w->step_rewards[2], 0.0,
+              1e-12);
+  EXPECT_DOUBLE_EQ(w->rewards[0].second, 0.0);
+}
+
+// step_reward: score is the default and RLoT's: the score per block, the outcome at the end.
+TEST(RlotEnvTest, ScoreStepRewardIsTheDefaultAndKeepsRlotsRewards) {
+  EXPECT_EQ(RlotEnvConfig{}.step_reward, "score");
+  RlotEnvConfig c = Config();
+  c.step_reward = "score";
+  c.shaping_gamma = 0.9;  // read only under shaped
+  Fixture f(c);
+  auto t = f.env->RunWith(Input(), Sequence({3, 1, 2, 3, 4}));
+  ASSERT_TRUE(t.ok());
+  const std::vector<double> expected = {0.1, 0.2, 0.3, 0.3, 1.0};
+  ASSERT_EQ(t->step_rewards.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(t->step_rewards[i], expected[i], 1e-12) << i;
+    EXPECT_FLOAT_EQ(t->transitions[i].reward, static_cast<float>(expected[i])) << i;
+  }
+  EXPECT_NEAR(t->rewards[1].second, 0.9, 1e-12);
+  EXPECT_EQ(t->info.at("step_scores"), "0.1,0.2,0.3,0.3");
+}
+
+// An unknown step_reward is refused naming the field; shaped needs the learner's discount,
+// which the recipe copies from dqn.gamma and never lets disagree with it.
+TEST(RlotEnvTest, StepRewardConfigErrorsNameTheField) {
+  auto node = config::ParseYaml("step_reward: potential\n", "env.rlot");
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  RlotEnvConfig loaded;
+  Status bad = config::Load(*node, loaded);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("step_reward"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("shaped"), std::string::npos) << bad.message();
+
+  ScriptedLlm llm;
+  RlotEnvConfig c = Config();
+  c.step_reward = "potential";  // built in code, past the schema
+  auto unknown = RlotEnv::Create(c, llm.Client(), std::make_shared<CountingScorer>());
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("env.rlot.step_reward"), std::string::npos);
+  c.step_reward = "shaped";  // shaping_gamma not filled in
+  auto no_gamma = RlotEnv::Create(c, llm.Client(), std::make_shared<CountingScorer>());
+  ASSERT_FALSE(no_gamma.ok());
+  EXPECT_NE(no_gamma.status().message().find("env.rlot.shaping_gamma"), std::string::npos);
+
+  c.step_scorer = "rule";
+  const std::vector<llm::EndpointConfig> endpoints = {*llm.Client()->endpoint("policy")};
+  auto filled = CompleteRlotEnvConfig(c, endpoints, {}, 0.9, "");
+  ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  EXPECT_DOUBLE_EQ(filled->shaping_gamma, 0.9);
+  auto text = RlotEnvConfigForRun(c, endpoints, {}, 0.9, "");  // what the workers build from
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("shaping_gamma: 0.9"), std::string::npos) << *text;
+  c.shaping_gamma = 0.99;
+  auto differs = CompleteRlotEnvConfig(c, endpoints, {}, 0.9, "");
+  ASSERT_FALSE(differs.ok());
+  EXPECT_NE(differs.status().message().find("env.rlot.shaping_gamma"), std::string::npos);
+  EXPECT_NE(differs.status().message().find("dqn.gamma"), std::string::npos);
+  c.shaping_gamma = 0.9;  // set, and equal: fine
+  EXPECT_TRUE(CompleteRlotEnvConfig(c, endpoints, {}, 0.9, "").ok());
 }
 
 datasets::Example Problem(const std::string& id, const std::string& answer) {
