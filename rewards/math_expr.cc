@@ -184,6 +184,7 @@ bool EqualAtPoints(const ex& a, const ex& b, const std::vector<GiNaC::symbol>& s
 }  // namespace
 
 Result<std::string> CanonicalMath(std::string_view text, const MathLimits& limits) {
+  auto lock = envs::tools::LockGinac();  // first: every GiNaC object here dies before it
   envs::tools::SymbolTable symbols;
   ALLOT_ASSIGN_OR_RETURN(ParsedMath p, ParseAnswer(text, limits, symbols));
   std::ostringstream os;
@@ -196,6 +197,7 @@ Result<std::string> CanonicalMath(std::string_view text, const MathLimits& limit
 }
 
 Result<bool> MathEqual(std::string_view a, std::string_view b, const MathCompareOptions& options) {
+  auto lock = envs::tools::LockGinac();  // first: every GiNaC object here dies before it
   envs::tools::SymbolTable symbols;  // shared, so that x on both sides is one symbol
   ALLOT_ASSIGN_OR_RETURN(ParsedMath pa, ParseAnswer(a, options.limits, symbols));
   ALLOT_ASSIGN_OR_RETURN(ParsedMath pb, ParseAnswer(b, options.limits, symbols));

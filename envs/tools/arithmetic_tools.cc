@@ -39,13 +39,19 @@ json NumberArray(int max_items) {
       {"type", "array"}, {"items", {{"type", "number"}}}, {"minItems", 1}, {"maxItems", max_items}};
 }
 
+// Every tool here runs under LockGinac(): the registry calls tools from many episode threads.
 Status Add(ToolRegistry& r, ToolSpec spec, FunctionTool::Fn fn) {
-  return r.Register(std::make_unique<FunctionTool>(std::move(spec), std::move(fn)));
+  FunctionTool::Fn locked = [fn = std::move(fn)](const json& params) -> Result<json> {
+    auto lock = LockGinac();
+    return fn(params);
+  };
+  return r.Register(std::make_unique<FunctionTool>(std::move(spec), std::move(locked)));
 }
 
 }  // namespace
 
 Result<Calculation> Calculate(std::string_view expression, const EvalLimits& limits) {
+  auto lock = LockGinac();
   ALLOT_ASSIGN_OR_RETURN(GiNaC::ex value, ParseToGinac(expression, nullptr, limits));
   if (GiNaC::is_a<GiNaC::lst>(value)) return InvalidArgument("a list is not a number");
   Calculation c;

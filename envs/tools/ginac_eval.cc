@@ -9,6 +9,12 @@
 #include <vector>
 
 namespace allot::envs::tools {
+
+std::unique_lock<std::recursive_mutex> LockGinac() {
+  static std::recursive_mutex* mu = new std::recursive_mutex();  // never destroyed
+  return std::unique_lock<std::recursive_mutex>(*mu);
+}
+
 namespace {
 
 using GiNaC::ex;

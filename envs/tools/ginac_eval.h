@@ -8,6 +8,7 @@
 #include <ginac/ginac.h>
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,18 @@
 #include "envs/tools/expr_parser.h"
 
 namespace allot::envs::tools {
+
+// GiNaC and CLN are not thread-safe: expression nodes, including the library's global
+// constants (0, 1, -1, ...) that every expression shares, carry plain non-atomic reference
+// counts, and functions keep global caches. Two threads using GiNaC at once corrupt those
+// counts, and a shared node is freed while still in use (a rollout worker grading answers or
+// running the calculator on several episode threads crashed that way). Every GiNaC object of
+// the process must therefore be created, copied, used and destroyed while this lock is held.
+// The entry points that keep no GiNaC object past their return take it themselves
+// (rewards::MathEqual and CanonicalMath, Calculate, the arithmetic and symbolic tools);
+// everything else in this header expects the caller to hold it for as long as its results
+// live. Recursive: an entry point may call another.
+[[nodiscard]] std::unique_lock<std::recursive_mutex> LockGinac();
 
 struct EvalLimits {
   ExprLimits parse;

@@ -25,8 +25,13 @@ struct Ctx {
   const EvalLimits& limits;
 };
 
+// Every tool here runs under LockGinac(): the registry calls tools from many episode threads.
 Status Add(ToolRegistry& r, ToolSpec spec, FunctionTool::Fn fn) {
-  return r.Register(std::make_unique<FunctionTool>(std::move(spec), std::move(fn)));
+  FunctionTool::Fn locked = [fn = std::move(fn)](const json& params) -> Result<json> {
+    auto lock = LockGinac();
+    return fn(params);
+  };
+  return r.Register(std::make_unique<FunctionTool>(std::move(spec), std::move(locked)));
 }
 
 Result<ex> Parse(Ctx& ctx, const std::string& text) {

@@ -1,8 +1,12 @@
 // Symbolic (GiNaC) and statistics tools on known inputs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <set>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "envs/tools/calculator_tools.h"
 #include "envs/tools/statistics.h"
@@ -131,6 +135,36 @@ TEST_F(SymbolicToolsTest, HostileInputIsRefused) {
   Err("simplify", {{"expression", "1/(x-x)"}});
   Err("solve", {{"equations", {"x^2 ="}}});
   Err("limit", {{"expression", "sin(1/x)"}, {"point", 0}});
+}
+
+// Episode threads of a rollout worker call the calculator tools at the same time; GiNaC is not
+// thread-safe (shared reference-counted constants), so the tools serialize on LockGinac().
+// Unguarded, this crashed (SIGSEGV) within a few hundred calls.
+TEST(SymbolicToolsThreadTest, ToolsCalledFromManyThreadsAtOnce) {
+  ToolRegistry registry;
+  ASSERT_TRUE(RegisterSymbolicTools(registry).ok());
+  ASSERT_TRUE(RegisterArithmeticTools(registry).ok());
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 300;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &registry, &wrong] {
+      for (int i = 0; i < kCalls; ++i) {
+        const int n = (i * 7 + t) % 50 + 2;
+        ToolResult expanded =
+            registry.Call({"expand", {{"expression", "(x + " + std::to_string(n) + ")^2"}}});
+        ToolResult lcm = registry.Call({"lcm", {{"numbers", {n, 2 * n}}}});
+        if (!expanded.ok || !expanded.output.contains("result") || !lcm.ok) {
+          ++wrong;
+        } else if (lcm.output.dump().find(std::to_string(2 * n)) == std::string::npos) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(StatisticsTest, Descriptive) {

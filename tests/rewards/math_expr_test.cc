@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "rewards/answer_equivalence.h"
 
@@ -24,6 +27,31 @@ TEST(MathExprTest, SymbolicEquality) {
   EXPECT_FALSE(*MathEqual("(x+1)^2", "x^2+1"));
   EXPECT_TRUE(*MathEqual("\\frac{x^2-1}{x-1}", "x+1"));
   EXPECT_TRUE(*MathEqual("\\sin^2 x+\\cos^2 x", "1"));
+}
+
+// A rollout worker grades episodes on several threads at once, and GiNaC shares reference-
+// counted nodes (its constants 0, 1, ...) between every expression without atomics: unguarded,
+// this crashed (SIGSEGV) or gave wrong answers within a few hundred calls.
+TEST(MathExprTest, ComparisonsFromManyThreadsAtOnce) {
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 1500;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &wrong] {
+      for (int i = 0; i < kCalls; ++i) {
+        const std::string n = std::to_string((i * 7 + t) % 50 + 1);
+        Result<bool> same = MathEqual("\\frac{" + n + "}{3}", n + "/3 + (x+1)^2 - x^2 - 2x - 1");
+        Result<bool> differ = MathEqual("\\frac{" + n + "}{3}", n + "/4");
+        Result<std::string> canonical = CanonicalMath("\\frac{2 \\cdot " + n + "}{2}");
+        if (!same.ok() || !*same || !differ.ok() || *differ || !canonical.ok() || *canonical != n) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(MathExprTest, UnsupportedAndMalformedAreErrorsNotCrashes) {
