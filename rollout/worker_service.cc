@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <thread>
 #include <utility>
 
 #include "rollout/chunking.h"
@@ -443,7 +445,28 @@ grpc::Status WorkerService::Rollout(
     status_dirty_ = true;
   }
   out_cv_.notify_all();
-  std::thread writer([this, session, stream] { WriterLoop(session, stream); });
+  // Ends this stream's session (unless a newer stream superseded it) and joins its writer, on
+  // every way out of the read loop: a std::thread destroyed while joinable would terminate the
+  // worker, and an exception below (bad_alloc in a policy or an episode) must not do that.
+  auto end_session = [this, session] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (session_ == session) {
+        session_ = 0;
+        session_ctx_ = nullptr;
+      }
+    }
+    out_cv_.notify_all();
+  };
+  struct WriterJoin {
+    std::function<void()> end;
+    std::thread thread;
+    ~WriterJoin() {
+      if (!thread.joinable()) return;
+      end();
+      thread.join();
+    }
+  } writer{end_session, std::thread([this, session, stream] { WriterLoop(session, stream); })};
 
   PolicyAssembler policy_parts(config_.max_policy_bytes, config_.chunk_bytes);
   v1::LearnerMessage msg;
@@ -504,15 +527,8 @@ grpc::Status WorkerService::Rollout(
     idle_cv_.notify_all();
     msg.Clear();
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (session_ == session) {
-      session_ = 0;
-      session_ctx_ = nullptr;
-    }
-  }
-  out_cv_.notify_all();
-  writer.join();
+  end_session();
+  writer.thread.join();
   return grpc::Status::OK;
 }
 
