@@ -48,6 +48,7 @@ std::optional<GiNaC::ex> Value(const std::string& side) {
 }  // namespace
 
 StepCheck CheckStepArithmetic(const std::string& step) {
+  auto ginac = tools::LockGinac();  // episodes of one worker verify steps on several threads
   StepCheck check;
   // The positions of '=' that are plain equations (not "<=", ">=", "==", "!=").
   std::vector<size_t> eqs;

@@ -2,6 +2,11 @@
 // templates, the logic-block table, and the rule-based step verifier.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "envs/rlot/logic_block.h"
 #include "envs/rlot/rlot_prompts.h"
 #include "envs/rlot/rule_step_verifier.h"
@@ -119,6 +124,28 @@ TEST(RuleStepVerifierTest, ScoresEachStepBehindTheStepScorerInterface) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(*s, (std::vector<double>{1.0, 0.5, 0.0}));
   EXPECT_FALSE(scorer.StepScores("Q", {}).ok());
+}
+
+// A rollout worker verifies the steps of several episodes at once, and GiNaC's reference counts
+// are not atomic: without the process-wide GiNaC lock this crashes or miscounts.
+TEST(RuleStepVerifierTest, VerifiesFromManyThreadsAtOnce) {
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 400;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &wrong] {
+      for (int i = 0; i < kCalls; ++i) {
+        const int a = (i * 7 + t) % 90 + 2;
+        const std::string ok = std::to_string(a) + " * 3 + 1/2 = " + std::to_string(a * 3) + ".5";
+        const std::string bad = std::to_string(a) + " - 1 = " + std::to_string(a);
+        StepCheck c = CheckStepArithmetic(ok + " and " + bad);
+        if (c.checked != 2 || c.wrong != 1) ++wrong;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
