@@ -196,25 +196,17 @@ int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetCon
                         const std::string& method, const std::string& adapter, int64_t limit,
                         uint64_t seed, const std::string& json_path, std::ostream& out,
                         std::ostream& err) {
-  auto fail = [&](const Status& s) {
-    err << "allot eval: " << s.ToString() << "\n";
-    return 1;
-  };
-  if (data.path.empty()) return fail(InvalidArgument("eval_data.path: empty"));
-  Result<datasets::Dataset> ds = datasets::LoadJsonl(data);
-  if (!ds.ok()) return fail(ds.status().Annotate("eval_data"));
   CogerEvalOptions options;
   options.limit = limit;
   options.seed = seed;
   options.adapter = adapter;
   options.methods = runtime::ParseEvalMethods(method);
-  Result<std::vector<CogerMethodResult>> results = RunCogerEval(config, ds->examples, options);
-  if (!results.ok()) return fail(results.status());
-  PrintCogerEval(*results, out);
-  if (!json_path.empty()) {
-    if (Status st = runtime::WriteEvalJson(*results, json_path); !st.ok()) return fail(st);
-  }
-  return 0;
+  return runtime::RunEvalCommand(
+      data, json_path, out, err,
+      [&](const std::vector<datasets::Example>& examples) {
+        return RunCogerEval(config, examples, options);
+      },
+      PrintCogerEval);
 }
 
 }  // namespace allot::envs::coger

@@ -263,24 +263,16 @@ void PrintR2Eval(const std::vector<R2MethodResult>& results, std::ostream& out) 
 int RunR2EvalCommand(const R2EnvConfig& config, const datasets::DatasetConfig& data,
                      const std::string& method, const std::string& adapter, int64_t limit,
                      const std::string& json_path, std::ostream& out, std::ostream& err) {
-  auto fail = [&](const Status& s) {
-    err << "allot eval: " << s.ToString() << "\n";
-    return 1;
-  };
-  if (data.path.empty()) return fail(InvalidArgument("eval_data.path: empty"));
-  Result<datasets::Dataset> ds = datasets::LoadJsonl(data);
-  if (!ds.ok()) return fail(ds.status().Annotate("eval_data"));
   R2EvalOptions options;
   options.limit = limit;
   options.adapter = adapter;
   options.methods = runtime::ParseEvalMethods(method);
-  Result<std::vector<R2MethodResult>> results = RunR2Eval(config, ds->examples, options);
-  if (!results.ok()) return fail(results.status());
-  PrintR2Eval(*results, out);
-  if (!json_path.empty()) {
-    if (Status st = runtime::WriteEvalJson(*results, json_path); !st.ok()) return fail(st);
-  }
-  return 0;
+  return runtime::RunEvalCommand(
+      data, json_path, out, err,
+      [&](const std::vector<datasets::Example>& examples) {
+        return RunR2Eval(config, examples, options);
+      },
+      PrintR2Eval);
 }
 
 }  // namespace allot::envs::r2

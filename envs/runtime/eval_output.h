@@ -1,8 +1,9 @@
-// What the `allot eval` commands of the LLM envs share: the --method list and the --json file
-// (one JSON array of the methods' results).
+// What the `allot eval` commands of the LLM envs share: the --method list, the eval_data load
+// and the --json file (one JSON array of the methods' results).
 #pragma once
 
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "envs/datasets/jsonl_loader.h"
 
 namespace allot::envs::runtime {
 
@@ -31,6 +33,28 @@ Status WriteEvalJson(const std::vector<MethodResult>& results, const std::string
   f << j.dump(2) << "\n";
   if (!f) return Unavailable(path + ": cannot write");
   return Status::Ok();
+}
+
+// The body of an env's `allot eval` command: loads eval_data, runs `run(examples)` (a
+// Result<std::vector<MethodResult>>), prints the table with `print(results, out)` and writes
+// --json. Returns the exit code; every error goes to `err` as one "allot eval: ..." line.
+template <typename Run, typename Print>
+int RunEvalCommand(const datasets::DatasetConfig& data, const std::string& json_path,
+                   std::ostream& out, std::ostream& err, Run&& run, Print&& print) {
+  auto fail = [&](const Status& s) {
+    err << "allot eval: " << s.ToString() << "\n";
+    return 1;
+  };
+  if (data.path.empty()) return fail(InvalidArgument("eval_data.path: empty"));
+  Result<datasets::Dataset> ds = datasets::LoadJsonl(data);
+  if (!ds.ok()) return fail(ds.status().Annotate("eval_data"));
+  auto results = run(ds->examples);
+  if (!results.ok()) return fail(results.status());
+  print(*results, out);
+  if (!json_path.empty()) {
+    if (Status st = WriteEvalJson(*results, json_path); !st.ok()) return fail(st);
+  }
+  return 0;
 }
 
 }  // namespace allot::envs::runtime
