@@ -15,6 +15,7 @@
 #include "core/run_directory.h"
 #include "envs/atlas/atlas_eval.h"
 #include "envs/coger/coger_eval.h"
+#include "envs/deeptool/deeptool_eval.h"
 #include "envs/r2/r2_eval.h"
 #include "envs/rlot/rlot_eval.h"
 #include "envs/rlot/rlot_recipe.h"
@@ -197,6 +198,14 @@ int Eval(const EvalArgs& a) {
                                         a.adapter, a.options.episodes, a.json, std::cout,
                                         std::cerr);
     }
+    if (loaded->config.env.name == "deeptool") {  // DeepTool: whole TIR episodes, code run
+      const AllotConfig& cfg = loaded->config;
+      envs::deeptool::DeepToolEnvConfig dc{cfg.env.deeptool, cfg.endpoints, cfg.gpu, cfg.rewards,
+                                           cfg.tools};
+      return envs::deeptool::RunDeepToolEvalCommand(
+          dc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter,
+          a.options.episodes, a.json, std::cout, std::cerr);
+    }
     if (loaded->config.env.name == "atlas") {  // ATLAS: orchestrator vs integrator ablation
       const AllotConfig& cfg = loaded->config;
       return envs::atlas::RunAtlasEvalCommand({cfg.env.atlas, cfg.endpoints, cfg.gpu},
@@ -298,6 +307,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                    "fixed:reason-refine); "
                    "coger: all, or a list of router, L1..L4, random; "
                    "r2: all, or a list of allocator, pool models and decomposed:<model>; "
+                   "deeptool: tir (whole episodes, code run in the sandbox); "
                    "atlas: orchestrator, integrator or all");
   eval->add_option("--keep-hard", ev->keep_hard,
                    "rlot: write the eval_data problems the LLM gets wrong when asked directly "
@@ -305,7 +315,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--adapter", ev->adapter,
                    "coger: route with this LoRA adapter of the router endpoint (a trained "
                    "router, e.g. my-run-v40: the last version the grpo run 'my-run' published); "
-                   "r2: decompose and allocate with this LoRA adapter of the policy endpoint");
+                   "r2: decompose and allocate with this LoRA adapter of the policy endpoint; "
+                   "deeptool: write the steps with this LoRA adapter of the policy endpoint");
   eval->callback([=] { *exit_code = Eval(*ev); });
 
   struct ExportArgs {

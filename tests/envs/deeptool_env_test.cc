@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "envs/deeptool/deeptool_env.h"
+#include "envs/deeptool/deeptool_eval.h"
 #include "envs/tools/tool.h"
 #include "llm/client.h"
 #include "rewards/gestalt.h"
@@ -515,6 +516,64 @@ TEST_F(DeepToolEnvTest, ThePaperRecipeBuildsTheEnvAndRunsAStepInstance) {
   EXPECT_FALSE(t.failure.failed()) << t.failure.message;
   EXPECT_EQ(t.step_rewards, (std::vector<double>{1.0}));
   EXPECT_EQ(t.reward, 0.0);  // the recipe has no outcome term: Eq. 9 on the step reward alone
+}
+
+// `allot eval` on a DeepTool recipe: whole greedy episodes whatever the recipe's mode, the code
+// run, the answer graded; answered, malformed and code runs counted per problem.
+TEST_F(DeepToolEnvTest, EvalRunsWholeGreedyEpisodesAndCountsAnswersMalformedStepsAndCodeRuns) {
+  server_.Script("/v1/completions",
+                 {Reply::Json(Sampled(kStep1, {11})), Reply::Json(Sampled(kStep2, {21})),
+                  Reply::Json(Sampled(kStep2, {22})),
+                  Reply::Json(Sampled("no schema here", {23}))});
+  DeepToolEnvConfig c = Config("stepwise");  // a training recipe: the eval runs whole episodes
+  c.deeptool.format_errors = "fail";         // the eval scores malformed steps anyway
+  auto example = [](const std::string& answer, const std::string& difficulty) {
+    datasets::Example e;
+    e.question = "What is 1+1?";
+    e.answer = answer;
+    e.answer_format = "boxed";
+    e.extra["difficulty"] = difficulty;
+    return e;
+  };
+  std::vector<datasets::Example> examples = {example("2", "add1"), example("3", "add1"),
+                                             example("2", "mul21")};
+  DeepToolEvalOptions options;
+  options.tools = registry_;
+  options.adapter = "tir-v3";
+  auto results = RunDeepToolEval(c, examples, options);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  ASSERT_EQ(results->size(), 1u);
+  const DeepToolMethodResult& r = (*results)[0];
+  EXPECT_EQ(r.method, "tir");
+  EXPECT_EQ(r.episodes, 3);
+  EXPECT_EQ(r.correct, 1);      // code, then the right answer
+  EXPECT_EQ(r.answered, 2);     // the second answered 2, not 3
+  EXPECT_EQ(r.malformed, 1);    // the third broke the schema: scored, not failed
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.code_runs, 1);
+  EXPECT_EQ(r.steps, 4);
+  EXPECT_EQ(tool_->codes, (std::vector<std::string>{"print(1+1)"}));
+  ASSERT_EQ(r.items.size(), 3u);
+  EXPECT_TRUE(r.items[0].correct);
+  EXPECT_EQ(r.items[0].difficulty, "add1");
+  EXPECT_EQ(r.items[2].format_error.rfind("format_error: step 1: malformed", 0), 0u)
+      << r.items[2].format_error;
+  for (const json& body : Bodies(server_, "/v1/completions")) {
+    EXPECT_EQ(body["temperature"], 0.0);
+    EXPECT_EQ(body["model"], "tir-v3");
+  }
+  const json j = r.ToJson();
+  EXPECT_DOUBLE_EQ(j["accuracy"].get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j["code_runs_per_problem"].get<double>(), 1.0 / 3.0);
+  std::ostringstream table;
+  PrintDeepToolEval(*results, table);
+  EXPECT_NE(table.str().find("tir correct by difficulty: add1 1/2 mul21 0/1"), std::string::npos)
+      << table.str();
+
+  options.methods = {"cot"};
+  auto bad = RunDeepToolEval(c, examples, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("eval method 'cot'"), std::string::npos);
 }
 
 }  // namespace
