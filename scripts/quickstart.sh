@@ -14,7 +14,10 @@
 #                       (ALLOT_QS_RLOT_TRAILS trails each, default 1), any other is trained
 #                       (allot train) against the same servers, an ATLAS recipe (env atlas,
 #                       nothing to train) is evaluated (allot eval --method all) on the eval
-#                       subset, and r2 trains on the items a tool-free decomposition can solve
+#                       subset, and r2 trains on the items a tool-free decomposition can solve;
+#                       deeptool runs DeepTool's whole pipeline (expert trajectories, the SFT
+#                       cold start, step-wise GRPO, evaluation of base, cold start and trained
+#                       t0) through tests/scripts/tinyworld_deeptool_test.sh into <run>/deeptool
 #   --no-setup          skip scripts/setup.sh (dependencies and build)
 #   --steps N           override trainer.total_steps
 #   --eval-items N      test items per evaluation (default 96, spread over every difficulty)
@@ -40,7 +43,7 @@ while [[ $# -gt 0 ]]; do
     --pool) pool=$2; shift 2 ;;
     --out) run_dir=$2; shift 2 ;;
     --set) overrides+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "quickstart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -125,6 +128,17 @@ fi
 if [[ $env_name == r2 ]]; then python3 "$tools" keep-decomposable "$ALLOT_QS_TRAIN_DATA"; fi
 if [[ $env_name == rlot ]]; then  # the logic blocks call no tool (quickstart_tools.py)
   python3 "$tools" keep-tool-free "$ALLOT_QS_TRAIN_DATA" "$run_dir"/eval.jsonl "$run_dir"/eval-*.jsonl
+fi
+if [[ $env_name == deeptool ]]; then
+  # The tiers never saw DeepTool's think / code / observation steps: GRPO needs the cold start
+  # first (expert trajectories, allot deeptool sft, allot sft of a LoRA on t0) and step-wise
+  # instances as its data. The result test runs that pipeline with its own server and workers.
+  dt_args=(--out "$run_dir/deeptool" --eval-items "$eval_items" "${overrides[@]}")
+  [[ -n $steps ]] && dt_args+=(--steps "$steps")
+  say "DeepTool: tests/scripts/tinyworld_deeptool_test.sh ${dt_args[*]}"
+  run bash tests/scripts/tinyworld_deeptool_test.sh "$ALLOT" "${dt_args[@]}"
+  say "done in $(( $(date +%s) - started )) s: $run_dir/deeptool"
+  exit 0
 fi
 
 # --- servers: one `allot serve` per tier, on free ports ------------------------------------

@@ -25,7 +25,7 @@ for recipe in "${recipes[@]}"; do
   fi
 done
 # The recipes the quickstart documents are all there (a rename would leave README stale).
-for name in chain coger rlot r2 atlas; do
+for name in chain coger rlot r2 atlas deeptool; do
   [[ -f configs/quickstart/$name.yaml ]] || { echo "FAIL configs/quickstart/$name.yaml is missing"; failed=1; }
 done
 
