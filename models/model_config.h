@@ -61,7 +61,9 @@ struct LoraConfig {
     v.Field("target_modules", target_modules,
             {.doc = "projections to adapt: q_proj k_proj v_proj o_proj gate_proj up_proj "
                     "down_proj (short forms q, k, v, o, gate, up, down; or all-linear)"});
-    v.Field("init_from", init_from, {.doc = "PEFT adapter directory to start from"});
+    v.Field("init_from", init_from,
+            {.doc = "PEFT adapter directory to continue; r, lora_alpha, lora_dropout, "
+                    "use_rslora and target_modules must be the adapter's"});
     v.Field("seed", seed, {.doc = "seed of the lora_A initialisation"});
   }
 };

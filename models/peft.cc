@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
@@ -195,7 +196,36 @@ Status ApplyLoraConfig(CausalLMImpl& model, const LoraConfig& config) {
   if (!config.enabled) return Status::Ok();
   if (!config.init_from.empty()) {
     auto loaded = LoadAdapter(model, config.init_from);
-    return loaded.ok() ? Status::Ok() : loaded.status().Annotate("lora.init_from");
+    if (!loaded.ok()) return loaded.status().Annotate("lora.init_from");
+    // init_from continues that adapter as it was trained: a rank, scale or dropout the recipe
+    // sets otherwise would be silently ignored, so it must agree.
+    const LoraSpec& s = loaded->spec;
+    auto differs = [&](const std::string& field, auto recipe, auto adapter) {
+      std::ostringstream m;
+      m << std::boolalpha << "lora." << field << ": " << recipe << ", but the adapter in "
+        << "lora.init_from (" << config.init_from << ") has " << adapter
+        << "; init_from continues that adapter, so set lora." << field << " to " << adapter;
+      return InvalidArgument(m.str());
+    };
+    if (config.r != s.r) return differs("r", config.r, s.r);
+    if (config.lora_alpha != s.alpha) return differs("lora_alpha", config.lora_alpha, s.alpha);
+    if (config.lora_dropout != s.dropout) {
+      return differs("lora_dropout", config.lora_dropout, s.dropout);
+    }
+    if (config.use_rslora != s.use_rslora) {
+      return differs("use_rslora", config.use_rslora, s.use_rslora);
+    }
+    ALLOT_ASSIGN_OR_RETURN(std::vector<std::string> targets,
+                           ResolveTargetModules(config.target_modules));
+    if (targets != loaded->target_modules) {
+      auto list = [](const std::vector<std::string>& v) {
+        std::string out = "[";
+        for (const std::string& t : v) out += (out.size() > 1 ? ", " : "") + t;
+        return out + "]";
+      };
+      return differs("target_modules", list(targets), list(loaded->target_modules));
+    }
+    return Status::Ok();
   }
   LoraSpec spec;
   spec.r = config.r;

@@ -43,7 +43,9 @@ Status SaveAdapter(const CausalLMImpl& model, const std::string& dir,
 Result<AdapterConfig> LoadAdapter(CausalLMImpl& model, const std::string& dir);
 
 // Attaches the adapter a recipe asks for: loaded from `init_from`, or fresh from the config.
-// Does nothing when `config.enabled` is false.
+// With `init_from`, the config's r, lora_alpha, lora_dropout, use_rslora and target_modules must
+// be the adapter's (an error names the first that differs). Does nothing when `config.enabled`
+// is false.
 Status ApplyLoraConfig(CausalLMImpl& model, const LoraConfig& config);
 
 }  // namespace allot::models

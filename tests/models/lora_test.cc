@@ -248,13 +248,51 @@ TEST_F(LoraTest, ApplyLoraConfigFreshOrFromDirectory) {
   const std::string adapter = MakeTempDir("lora_init");
   ASSERT_TRUE(SaveAdapter(*model_, adapter, "base").ok());
   auto fresh = Load(dir_);
-  ASSERT_TRUE(ApplyLoraConfig(*fresh, {.init_from = adapter}).ok());
+  auto continued = ApplyLoraConfig(
+      *fresh, {.r = 2, .target_modules = {"gate_proj", "up"}, .init_from = adapter});
+  ASSERT_TRUE(continued.ok()) << continued.ToString();
   torch::NoGradGuard g;
   EXPECT_TRUE(torch::equal(fresh->forward(ids_), Logits()));
   config.enabled = false;
   auto untouched = Load(dir_);
   ASSERT_TRUE(ApplyLoraConfig(*untouched, config).ok());
   EXPECT_FALSE(untouched->has_lora());
+}
+
+// init_from continues the adapter as trained: a recipe whose rank, scale, dropout or modules
+// say otherwise would train something else than it reads, so each is an error naming the field.
+TEST_F(LoraTest, InitFromRefusesARecipeThatDisagreesWithTheAdapter) {
+  LoraConfig config;
+  config.r = 4;
+  config.lora_alpha = 8.0;
+  config.lora_dropout = 0.0;
+  config.target_modules = {"q", "v"};
+  ASSERT_TRUE(ApplyLoraConfig(*model_, config).ok());
+  const std::string adapter = MakeTempDir("lora_init_mismatch");
+  ASSERT_TRUE(SaveAdapter(*model_, adapter, "base").ok());
+  config.init_from = adapter;
+  ASSERT_TRUE(ApplyLoraConfig(*Load(dir_), config).ok());
+  struct Case {
+    const char* field;
+    void (*change)(LoraConfig&);
+    const char* says;
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {"r", [](LoraConfig& l) { l.r = 16; }, "lora.r: 16, but the adapter in"},
+           {"lora_alpha", [](LoraConfig& l) { l.lora_alpha = 32.0; }, "has 8;"},
+           {"lora_dropout", [](LoraConfig& l) { l.lora_dropout = 0.05; }, "has 0;"},
+           {"use_rslora", [](LoraConfig& l) { l.use_rslora = true; }, "true, but"},
+           {"target_modules", [](LoraConfig& l) { l.target_modules = {"all-linear"}; },
+            "has [q_proj, v_proj]"}}) {
+    LoraConfig changed = config;
+    c.change(changed);
+    Status st = ApplyLoraConfig(*Load(dir_), changed);
+    ASSERT_FALSE(st.ok()) << c.field;
+    EXPECT_NE(st.message().find(std::string("lora.") + c.field + ": "), std::string::npos)
+        << st.ToString();
+    EXPECT_NE(st.message().find(c.says), std::string::npos) << st.ToString();
+    EXPECT_NE(st.message().find(adapter), std::string::npos) << st.ToString();
+  }
 }
 
 }  // namespace

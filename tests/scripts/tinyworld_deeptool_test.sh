@@ -75,39 +75,8 @@ stage() {  # stage NAME: the seconds since the last stage, into $out/stages.txt
 }
 : > "$out/stages.txt"
 
-pids=()
-declare -A serve_pid
-cleanup() {
-  local code=$?
-  [[ ${#pids[@]} -gt 0 ]] && kill -TERM "${pids[@]}" 2> /dev/null
-  wait 2> /dev/null
-  [[ -n $trap_rm ]] && rm -rf "$trap_rm"
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-fail() { echo "FAIL: $*"; exit 1; }
-
-serve() {  # serve TIER [serve options...]: starts the tier, exports ALLOT_TW_<TIER>_URL
-  local t=$1 url="" var
-  shift
-  rm -f "$out/logs/serve-$t.log"  # a restart must not read the last server's address
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$allot" serve --model "$ALLOT_TW_POOL/$t" --port 0 \
-    --served-model-name "$t" --threads 1 "$@" > "$out/logs/serve-$t.log" 2>&1 &
-  serve_pid[$t]=$!
-  pids+=($!)
-  for _ in $(seq 600); do
-    url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$out/logs/serve-$t.log" 2> /dev/null)
-    [[ -n $url ]] && break
-    kill -0 "${serve_pid[$t]}" 2> /dev/null || break
-    sleep 0.1
-  done
-  [[ -n $url ]] || { tail -5 "$out/logs/serve-$t.log"; fail "allot serve for $t did not start"; }
-  python3 scripts/quickstart_tools.py wait-http "$url/health" 60 || fail "$t not healthy"
-  var=ALLOT_TW_$(echo "$t" | tr '[:lower:]' '[:upper:]')_URL
-  export "$var=$url"
-}
+# shellcheck source=tests/scripts/tinyworld_procs.sh
+source "$root/tests/scripts/tinyworld_procs.sh"  # serve, restart, start_workers, fail
 
 evaluate() {  # evaluate NAME [--adapter A]: interleaved episodes on the eval items
   local name=$1
@@ -153,9 +122,7 @@ OMP_NUM_THREADS=1 "$allot" sft -c configs/sft.yaml --name cold --set "run.output
 stage sft
 
 # t0 again, with the cold start's adapter loaded.
-kill -TERM "${serve_pid[t0]}"
-wait "${serve_pid[t0]}" 2> /dev/null
-serve t0 --adapter "deeptool-cold=$out/cold/adapter"
+restart t0 --adapter "deeptool-cold=$out/cold/adapter"
 evaluate cold --adapter deeptool-cold
 
 # --- 4. process-supervised GRPO on step-wise instances (Sec. 2.3) --------------------------
@@ -163,19 +130,10 @@ evaluate cold --adapter deeptool-cold
   fail "allot deeptool perturb --split rl"
 "$allot" deeptool steps --in "$out/expert_rl.jsonl" --out "$out/rl_steps.jsonl" ||
   fail "allot deeptool steps"
-for w in A B; do
-  OMP_NUM_THREADS=1 "$allot" rollout-worker -c "$recipe" --listen 127.0.0.1:0 \
-    --set rollout.worker.metrics_listen=127.0.0.1:0 \
-    --set "rollout.worker.port_file=$out/logs/worker-$w.addr" > "$out/logs/worker-$w.log" 2>&1 &
-  pids+=($!)
-done
-for w in A B; do
-  for _ in $(seq 300); do [[ -s $out/logs/worker-$w.addr ]] && break; sleep 0.1; done
-  [[ -s $out/logs/worker-$w.addr ]] || fail "rollout worker $w did not start"
-  export "ALLOT_QS_WORKER_$w=$(tr -d '\n' < "$out/logs/worker-$w.addr")"
-done
+start_workers "$recipe"
 stage rl-data
-train_args=(train -c "$recipe" --set "run.output_dir=$out" --name train "${overrides[@]}")
+train_args=(train -c "$recipe" --set "run.output_dir=$out" --name train
+  --set "grpo.lora.r=$lora_r" --set "grpo.lora.lora_alpha=$((2 * lora_r))" "${overrides[@]}")
 [[ -n $steps ]] && train_args+=(--set "trainer.total_steps=$steps")
 say "allot ${train_args[*]}"
 ALLOT_DEEPTOOL_COLD_START=$out/cold/adapter ALLOT_DEEPTOOL_DATA=$out/rl_steps.jsonl \

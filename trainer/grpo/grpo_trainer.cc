@@ -142,7 +142,7 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
 
   ALLOT_ASSIGN_OR_RETURN(auto model, models::CausalLMImpl::Load(options.model_dir, options.load));
   st->model = models::CausalLM(model);
-  ALLOT_RETURN_IF_ERROR(models::ApplyLoraConfig(*st->model, g.lora));
+  ALLOT_RETURN_IF_ERROR(models::ApplyLoraConfig(*st->model, g.lora).Annotate("grpo"));
   if (options.comm != nullptr && options.comm->distributed()) {
     // Every rank starts from rank 0's adapter (the base weights come from the same files).
     ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(st->model->LoraParameters()));
