@@ -24,6 +24,8 @@ import json
 import re
 import sys
 
+from quickstart_tools import round_robin  # scripts/: the tiny world's shared helpers
+
 ALLOWED = re.compile(r"^[0-9 +\-*()]+$")
 
 
@@ -99,22 +101,9 @@ def read_items(path):
     return out
 
 
-def round_robin(items):
-    by = {}
-    for n, it in items:
-        by.setdefault(it.get("difficulty", ""), []).append((n, it))
-    out, k = [], 0
-    while any(k < len(v) for v in by.values()):
-        for d in sorted(by):
-            if k < len(by[d]):
-                out.append(by[d][k])
-        k += 1
-    return out
-
-
 def selected(path, kinds, limit):
     items = [(n, it) for n, it in read_items(path) if it.get("kind") in kinds]
-    items = round_robin(items)
+    items = round_robin(items, lambda numbered: numbered[1].get("difficulty", ""))
     return items[:limit] if limit > 0 else items
 
 

@@ -83,6 +83,21 @@ def interleave_difficulties(rows):
     return [r for one_round in rounds for r in one_round if r is not None]
 
 
+def round_robin(items, difficulty=lambda item: item.get("difficulty", "")):
+    """The items one per difficulty in turn, the difficulties in sorted order, each keeping its
+    own order: the first N items span every difficulty (the result tests' subsets)."""
+    by = {}
+    for it in items:
+        by.setdefault(difficulty(it), []).append(it)
+    out, k = [], 0
+    while any(k < len(v) for v in by.values()):
+        for d in sorted(by):
+            if k < len(by[d]):
+                out.append(by[d][k])
+        k += 1
+    return out
+
+
 def wait_http(url, seconds):
     deadline = time.time() + float(seconds)
     while time.time() < deadline:

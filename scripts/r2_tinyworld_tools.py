@@ -19,6 +19,8 @@ solution of two steps or more. Only the Python standard library is used.
 import json
 import sys
 
+from quickstart_tools import round_robin  # scripts/: the tiny world's shared helpers
+
 
 def rows(path):
     with open(path) as f:
@@ -27,19 +29,6 @@ def rows(path):
 
 def decomposable(item):
     return item.get("min_level", 1) <= 3 and item.get("solution", "").count("Step ") >= 2
-
-
-def round_robin(items):
-    by = {}
-    for it in items:
-        by.setdefault(it.get("difficulty", ""), []).append(it)
-    out, k = [], 0
-    while any(k < len(v) for v in by.values()):
-        for d in sorted(by):
-            if k < len(by[d]):
-                out.append(by[d][k])
-        k += 1
-    return out
 
 
 def numbered_subtasks(sft_path):
