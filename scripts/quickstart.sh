@@ -10,6 +10,7 @@
 #   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a CogER
 #                       recipe (env coger) gets the before/after table, an RLoT recipe (env
 #                       rlot) the table of direct, zero-shot CoT and seven fixed block sequences
+#                       (and the navigator's three commonest patterns run as fixed sequences)
 #                       against the trained navigator on the tool-free eval items
 #                       (ALLOT_QS_RLOT_TRAILS trails each, default 1), any other is trained
 #                       (allot train) against the same servers, an ATLAS recipe (env atlas,
@@ -43,7 +44,7 @@ while [[ $# -gt 0 ]]; do
     --pool) pool=$2; shift 2 ;;
     --out) run_dir=$2; shift 2 ;;
     --set) overrides+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "quickstart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -270,6 +271,14 @@ if [[ $env_name == rlot ]]; then
   python3 "$tools" train-summary "$run_dir/train/metrics.jsonl" || true
   say "trained in $(( $(date +%s) - t0 )) s; after training: the navigator"
   rlot_eval after navigator
+  # The navigator's commonest block patterns join the fixed sequences: a navigator that learned
+  # one fixed sequence must tie it, not beat a list that happens to lack it.
+  mapfile -t own < <(python3 "$tools" rlot-own-sequences 3 "$run_dir"/eval/after-*.json -- \
+                     "$run_dir"/eval/before-*.json)
+  if [[ ${#own[@]} -gt 0 ]]; then
+    say "the navigator's commonest block patterns as fixed sequences: ${own[*]}"
+    rlot_eval before "${own[@]}"
+  fi
   echo
   python3 "$tools" rlot-table "$run_dir" "$run_dir"/eval/before-*.json -- \
     "$run_dir"/eval/after-*.json

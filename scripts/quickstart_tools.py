@@ -16,6 +16,9 @@
   rlot-table OUT BEFORE.json... -- AFTER.json...
                                          RLoT's table: direct, cot, the fixed block sequences
                                          (the best marked) and the trained navigator
+  rlot-own-sequences N AFTER.json... -- BEFORE.json...
+                                         the trained navigator's N commonest block patterns as
+                                         fixed:... methods, those not evaluated yet
 """
 import hashlib
 import itertools
@@ -322,6 +325,22 @@ def best_fixed(results):
     return max(fixed, key=lambda r: (r["accuracy"], -r["tokens_per_problem"])) if fixed else None
 
 
+def rlot_own_sequences(n, args):
+    """The navigator's commonest block patterns as fixed sequences, for the baselines: a
+    navigator that learned one fixed sequence then ties it instead of beating a list of others."""
+    split = args.index("--")
+    after, before = load_rlot(args[:split]), load_rlot(args[split + 1:])
+    if "navigator" not in after:
+        print("rlot-own-sequences: no navigator evaluation in " + " ".join(args[:split]),
+              file=sys.stderr)
+        return 1
+    pats = sorted(after["navigator"]["patterns"].items(), key=lambda kv: (-kv[1], kv[0]))
+    methods = ["fixed:" + p.lower() for p, _ in pats]
+    for m in [m for m in methods if m not in before][:int(n)]:
+        print(m)
+    return 0
+
+
 def rlot_table(out_dir, args):
     split = args.index("--")
     before, after = load_rlot(args[:split]), load_rlot(args[split + 1:])
@@ -403,6 +422,8 @@ def main(argv):
         return keep_tool_free(args)
     if cmd == "rlot-table" and len(args) >= 3 and "--" in args:
         return rlot_table(args[0], args[1:])
+    if cmd == "rlot-own-sequences" and len(args) >= 3 and "--" in args:
+        return rlot_own_sequences(args[0], args[1:])
     print(__doc__, file=sys.stderr)
     return 2
 
