@@ -350,11 +350,13 @@ def rlot_table(out_dir, args):
                    key=lambda mr: mr[0])
     rows += [("navigator (untrained)", before["navigator"])] if "navigator" in before else []
     rows += [("navigator (trained)", after["navigator"])] if "navigator" in after else []
-    lines = [f"{'method':<34} {'n':>4} {'accuracy':>8} {'trail acc':>9} {'failed':>6} "
+    marked = [(label + (" (best fixed)" if best is not None and r is best else ""), r)
+              for label, r in rows]
+    w = max([34] + [len(label) + 1 for label, _ in marked])  # long fixed:... patterns
+    lines = [f"{'method':<{w}} {'n':>4} {'accuracy':>8} {'trail acc':>9} {'failed':>6} "
              f"{'blocks':>6} {'tokens/problem':>14} {'cost $/problem':>14}"]
-    for label, r in rows:
-        mark = " (best fixed)" if best is not None and r is best else ""
-        lines.append(f"{label + mark:<34} {r['problems']:>4} {r['accuracy']:>8.3f} "
+    for label, r in marked:
+        lines.append(f"{label:<{w}} {r['problems']:>4} {r['accuracy']:>8.3f} "
                      f"{r['trail_accuracy']:>9.3f} {r['failed']:>6} {r['mean_blocks']:>6.2f} "
                      f"{r['tokens_per_problem']:>14.0f} {r['cost_per_problem']:>14.3e}")
     if "navigator" in after:
