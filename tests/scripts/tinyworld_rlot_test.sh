@@ -8,9 +8,9 @@
 #     the trained navigator's own three commonest block patterns run as fixed sequences):
 #     strictly more accurate.
 # A navigator that learned no more than one fixed sequence does not pass: that sequence is
-# among the baselines, and the navigator ties it at best. Zero-shot CoT is printed, not asserted. Minutes of
-# training and evaluation: ctest label "results" (scripts/test.sh runs it only with
-# ALLOT_RESULTS=1).
+# among the baselines, and the navigator ties it at best. Zero-shot CoT is printed, not
+# asserted. Minutes of training and evaluation: ctest label "results" (scripts/test.sh runs it
+# only with ALLOT_RESULTS=1).
 #
 #   tests/scripts/tinyworld_rlot_test.sh ALLOT_BINARY [quickstart options...]
 #   ALLOT_RLOT_TEST_RUN=DIR tests/scripts/tinyworld_rlot_test.sh ALLOT_BINARY
