@@ -12,15 +12,7 @@
 set -uo pipefail
 allot=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tier=$root/assets/tinyworld/pool/t0
-if [[ ! -f $tier/config.json ]]; then
-  echo "SKIP: no shipped tier in $tier"
-  exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/pool"
-for t in t0 t1 t2; do ln -s "$tier" "$tmp/pool/$t"; done
+source "$root/tests/scripts/t0_pool.sh"  # $tmp/pool: t0 as every tier
 fail() {
   echo "FAIL: $*"
   echo "--- quickstart output:"

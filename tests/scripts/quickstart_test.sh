@@ -10,16 +10,7 @@ set -uo pipefail
 allot=$1
 case_name=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tier=$root/assets/tinyworld/pool/t0
-if [[ ! -f $tier/config.json ]]; then
-  echo "SKIP: no shipped tier in $tier"
-  exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# The recipe serves t0 < t1 < t2; the smallest tier stands in for all three (fast to start).
-mkdir -p "$tmp/pool"
-for t in t0 t1 t2; do ln -s "$tier" "$tmp/pool/$t"; done
+source "$root/tests/scripts/t0_pool.sh"  # $tmp/pool: t0 as every tier
 
 args=(--no-setup --pool "$tmp/pool" --eval-items 4 --out "$tmp/run")
 case $case_name in
