@@ -22,7 +22,9 @@ struct R2Prompts {
   std::string allocator;   // Sec. 4.2: {{pool}}, {{num_subtasks}} (after the subtasks)
   // Sec. 4.4 (3): {{question}}, {{previous}} ("Step i: <t^i>\nResult: <r_i>" blocks),
   // {{index}}, {{subtask}}, {{subtasks}} (every "Subtask<i>: <t^i>" line), {{done}}
-  // ("Subtask<i>: <t^i>\nResult: <r_i>" lines so far, "(none yet)" before any)
+  // ("Subtask<i>: <t^i>\nResult: <r_i>" lines so far, "(none yet)" before any),
+  // {{subtask_filled}} (t^i with each "#k" replaced by the answer of result k: "The output of
+  // subtask t^i can serve as input to the subsequent subtask")
   std::string subtask;
   // Sec. 4.4 (4): {{question}}, {{results}} (subtasks with results), {{steps}} ("Step i: <r_i>")
   std::string integrate;
@@ -83,7 +85,8 @@ struct R2Settings {
   int64_t single_max_tokens = 1024;
   double executor_temperature = 0.0;
   // Who integrates the results (Sec. 4.4 step 4): "last" = the model of the last subtask, or an
-  // endpoint name.
+  // endpoint name; "last_result" makes no integration call: the last subtask's result is
+  // A_final (a decomposition whose last subtask computes the answer).
   std::string integrator = "last";
   // Executor outputs are appended to the policy conversation as masked context (their ids
   // tokenized by the policy endpoint); off saves the tokenize calls and the learner's tokens.
@@ -115,7 +118,8 @@ struct R2Settings {
     v.Field("executor_temperature", executor_temperature,
             {.doc = "sampling temperature of the pool models", .min = 0.0, .max = 10.0});
     v.Field("integrator", integrator,
-            {.doc = "integrating model: 'last' (the last subtask's) or an endpoint name"});
+            {.doc = "integrating model: 'last' (the last subtask's), an endpoint name, or "
+                    "'last_result' (no integration call: the last result is the answer)"});
     v.Field("record_execution", record_execution,
             {.doc = "append executor outputs to the trajectory as masked context"});
     v.Field("review", review, {.doc = "procedural review mechanism (Sec. 4.4)"});

@@ -40,7 +40,9 @@ const std::vector<PromptSlot>& PromptSlots() {
       {"allocator", &R2Prompts::allocator, {"pool", "num_subtasks"}},
       {"subtask",
        &R2Prompts::subtask,
-       {"question", "previous", "index", "subtask", "subtasks", "done"}},
+       // Not "question" first: a subtask may stand alone ({{subtask_filled}}); ResolvePrompts
+       // requires {{subtask}} or {{subtask_filled}} instead.
+       {"subtask", "subtask_filled", "question", "previous", "index", "subtasks", "done"}},
       {"integrate", &R2Prompts::integrate, {"question", "results", "steps"}},
       {"review", &R2Prompts::review, {"question", "previous", "subtask", "answer"}},
       {"single", &R2Prompts::single, {"question"}},
@@ -97,11 +99,35 @@ std::string ResultStepsText(const std::vector<std::string>& results) {
 
 }  // namespace
 
+std::string FillResults(const std::string& subtask, const std::vector<std::string>& results,
+                        rewards::AnswerFormat format) {
+  std::string out;
+  for (size_t i = 0; i < subtask.size();) {
+    size_t j = i + 1;
+    while (subtask[i] == '#' && j < subtask.size() && subtask[j] >= '0' && subtask[j] <= '9') ++j;
+    const size_t k = j > i + 1 && j - i <= 4 ? std::stoul(subtask.substr(i + 1, j - i - 1)) : 0;
+    if (k >= 1 && k <= results.size()) {
+      const rewards::ExtractedAnswer a = rewards::ExtractAnswer(results[k - 1], format);
+      out += a.found ? a.text : Trimmed(results[k - 1]);
+    } else {
+      out.append(subtask, i, j - i);
+    }
+    i = j;
+  }
+  return out;
+}
+
 Status ResolvePrompts(R2Prompts& p) {
   std::vector<runtime::PromptSlotRef> refs;
   for (const PromptSlot& slot : PromptSlots())
     refs.push_back({slot.name, &(p.*slot.text), slot.vars});
-  return runtime::ResolvePromptSlots(p.dir, "r2.prompts", refs);
+  ALLOT_RETURN_IF_ERROR(runtime::ResolvePromptSlots(p.dir, "r2.prompts", refs));
+  if (p.subtask.find("{{subtask}}") == std::string::npos &&
+      p.subtask.find("{{subtask_filled}}") == std::string::npos) {
+    return InvalidArgument("r2.prompts.subtask: the template uses neither {{subtask}} nor "
+                           "{{subtask_filled}}");
+  }
+  return Status::Ok();
 }
 
 Result<R2Item> ParseR2Item(const std::string& text, rewards::AnswerFormat default_format) {
@@ -169,7 +195,7 @@ Result<std::unique_ptr<R2Env>> R2Env::Create(R2EnvConfig config,
   for (size_t i = 0; i < env->pool_.size(); ++i) {
     ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, env->pool_[i], "r2.pool[" + std::to_string(i) + "]"));
   }
-  if (c.r2.integrator != "last") {
+  if (c.r2.integrator != "last" && c.r2.integrator != kLastResult) {
     ALLOT_RETURN_IF_ERROR(CheckEndpoint(cl, c.r2.integrator, "r2.integrator"));
   }
   if (c.r2.review.enabled) {
@@ -251,7 +277,9 @@ Result<std::string> R2Env::SubtaskPrompt(const std::string& question,
                                   {"index", std::to_string(i + 1)},
                                   {"subtask", subtasks[i]},
                                   {"subtasks", SubtaskListText(subtasks)},
-                                  {"done", DoneText(subtasks, results)}},
+                                  {"done", DoneText(subtasks, results)},
+                                  {"subtask_filled", FillResults(subtasks[i], results,
+                                                                 default_format_)}},
                                  "r2.prompts.subtask");
 }
 
@@ -325,7 +353,12 @@ Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
     out.refined.push_back(refined);
   }
   // Sec. 4.4 (4): the results are integrated into A_final.
-  out.integrator = s.integrator == "last" ? allocation.back().model : s.integrator;
+  out.integrator = s.integrator == "last" || s.integrator == kLastResult ? allocation.back().model
+                                                                          : s.integrator;
+  if (s.integrator == kLastResult) {
+    out.final_answer = out.results.empty() ? std::string() : out.results.back();
+    return out;
+  }
   Result<std::string> prompt =
       runtime::RenderTemplate(s.prompts.integrate,
                               {{"question", question},

@@ -37,6 +37,16 @@ namespace allot::envs::r2 {
 inline constexpr const char* kDecomposerRole = "decomposer";
 inline constexpr const char* kAllocatorRole = "allocator";
 
+// r2.integrator's value for "no integration call: the last subtask's result is A_final".
+inline constexpr const char* kLastResult = "last_result";
+
+// `subtask` with each "#k" (k = 1..results.size()) replaced by the answer of results[k-1] in
+// `format` (its trimmed text when none is found): the subtask prompt's {{subtask_filled}}, so
+// that "the output of subtask t^i can serve as input to the subsequent subtask" (Sec. 4.4 step
+// 3) as a value. Any other "#" is kept.
+std::string FillResults(const std::string& subtask, const std::vector<std::string>& results,
+                        rewards::AnswerFormat format);
+
 // A dataset item: {"question"|"problem", "answer", "options"?, "answer_format"?}.
 struct R2Item {
   std::string question;
@@ -50,7 +60,7 @@ struct Execution {
   std::vector<std::string> results;  // r_j^final per subtask
   std::vector<bool> reviewed;        // whether PRM_Verify ran on subtask j
   std::vector<bool> refined;         // whether M_strong replaced r_j
-  std::string final_answer;          // the integration's text
+  std::string final_answer;          // the integration's text (kLastResult: the last result)
   std::string integrator;
   runtime::Failure failure;
 };

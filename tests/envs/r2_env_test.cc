@@ -130,6 +130,47 @@ TEST_F(R2EnvTest, DecomposesAllocatesExecutesInOrderAndIntegrates) {
   EXPECT_EQ(t.info.at("integrator"), "big");
 }
 
+// Sec. 4.4 (3)-(4) with references: "#k" in a subtask becomes result k's answer in
+// {{subtask_filled}}, and integrator last_result takes the last result as A_final (no call).
+TEST_F(R2EnvTest, FillsEarlierResultsIntoSubtasksAndCanSkipTheIntegration) {
+  server_.Script("/v1/completions",
+                 {Reply::Json(Sampled("1. 3 + 4\n2. #1 * 6", {11, 12})),
+                  Reply::Json(Sampled(kAllocation, {21, 22, 23})),
+                  Reply::Json(Sampled("The answer is \\boxed{7}", {31})),
+                  Reply::Json(Sampled("The answer is \\boxed{42}", {41}))});
+  R2EnvConfig c = Config();
+  c.r2.prompts.subtask = "What is {{subtask_filled}}?";
+  c.r2.integrator = kLastResult;
+  auto env = Make(c);
+  ASSERT_NE(env, nullptr);
+  runtime::Trajectory t = Run(*env);
+  EXPECT_FALSE(t.failure.failed()) << t.failure.message;
+  EXPECT_EQ(Models(), (std::vector<std::string>{"router-model", "router-model", "small-model",
+                                                "big-model"}));
+  auto bodies = Bodies(server_, "/v1/completions");
+  EXPECT_EQ(bodies[2]["prompt"], "What is 3 + 4?");
+  EXPECT_EQ(bodies[3]["prompt"], "What is 7 * 6?");
+  EXPECT_EQ(t.reward, 1.0);
+  EXPECT_EQ(t.info.at("integrator"), "big");
+  EXPECT_EQ(t.info.at("final_answer"), "The answer is \\boxed{42}");
+
+  // A subtask prompt must name the subtask one way or the other.
+  c.r2.prompts.subtask = "What is {{question}}?";
+  auto bad = R2Env::Create(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("r2.prompts.subtask"), std::string::npos);
+}
+
+TEST(FillResultsTest, ReplacesOnlyReferencesToEarlierResults) {
+  const std::vector<std::string> r = {"The answer is \\boxed{480}", "  54 \n"};
+  const auto boxed = rewards::AnswerFormat::kBoxed;
+  EXPECT_EQ(FillResults("#1 + #2", r, boxed), "480 + 54");  // no box: the trimmed text
+  EXPECT_EQ(FillResults("#3 + #0 + # + a#b + #", r, boxed), "#3 + #0 + # + a#b + #");
+  EXPECT_EQ(FillResults("#12 * #1x", r, boxed), "#12 * 480x");
+  EXPECT_EQ(FillResults("#1", {}, boxed), "#1");
+  EXPECT_EQ(FillResults("#00001", r, boxed), "#00001");  // more than 3 digits: kept
+}
+
 // Sec. 5.1: cost from the pool's per-1M prices, energy = 2 N tokens TDP / peak FLOP/s.
 TEST_F(R2EnvTest, ReportsCostInCentsAndEnergyInJoules) {
   ScriptPlan();
