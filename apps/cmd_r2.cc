@@ -21,6 +21,7 @@ struct R2DataArgs {
   std::string in, out;
   std::string baseline;
   bool skip_bad_lines = false;
+  bool only_correct = false;
   envs::r2::DecompositionWeights weights;
   envs::r2::DifficultyConfig difficulty;
   envs::r2::GroupedSearchConfig search;
@@ -44,7 +45,8 @@ Result<std::unique_ptr<envs::r2::R2Env>> EnvFromRecipe(const R2DataArgs& a, bool
   return envs::r2::R2Env::Create(std::move(c));
 }
 
-// Runs `one` on every non-empty line of a.in and writes what it returns to a.out.
+// Runs `one` on every non-empty line of a.in and writes what it returns to a.out; an empty
+// string drops the line (counted and reported).
 int Convert(const char* command, const R2DataArgs& a,
             const std::function<Result<std::string>(const std::string&, const std::string&)>& one) {
   auto fail = [&](const std::string& what) {
@@ -56,7 +58,7 @@ int Convert(const char* command, const R2DataArgs& a,
   std::ofstream out(a.out, std::ios::trunc);
   if (!out) return fail(a.out + ": cannot create");
   std::string line;
-  int64_t n = 0, written = 0, skipped = 0;
+  int64_t n = 0, written = 0, skipped = 0, dropped = 0;
   while (std::getline(in, line)) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -67,6 +69,10 @@ int Convert(const char* command, const R2DataArgs& a,
       ++skipped;
       continue;
     }
+    if (r->empty()) {
+      ++dropped;
+      continue;
+    }
     out << *r << "\n";
     ++written;
   }
@@ -74,6 +80,7 @@ int Convert(const char* command, const R2DataArgs& a,
   if (!out) return fail(a.out + ": write failed");
   std::cout << "wrote " << written << " examples to " << a.out;
   if (skipped > 0) std::cout << " (" << skipped << " bad lines skipped)";
+  if (dropped > 0) std::cout << " (" << dropped << " lines dropped: no correct allocation)";
   std::cout << "\n";
   return kExitOk;
 }
@@ -126,6 +133,9 @@ void AddR2Commands(CLI::App& app, int* exit_code) {
   alloc->add_option("--tau-easy", a->difficulty.tau_easy, "p >= tau_easy: easy")->default_val(0.8);
   alloc->add_option("--tau-hard", a->difficulty.tau_hard, "p <= tau_hard: hard")->default_val(0.52);
   alloc->add_option("--max-iterations", a->search.max_iterations, "N_iter_alloc")->default_val(20);
+  alloc->add_flag("--only-correct", a->only_correct,
+                  "drop the tasks no allocation answered correctly within --max-iterations "
+                  "(by default they keep the search's last allocation)");
   alloc->add_option("--baseline", a->baseline,
                     "endpoint whose token log-probs give the difficulty of lines without any");
   alloc->callback([=] {
@@ -147,6 +157,7 @@ void AddR2Commands(CLI::App& app, int* exit_code) {
           ALLOT_ASSIGN_OR_RETURN(envs::r2::AllocatorExample e,
                                  envs::r2::AllocatorExampleFromLine(line, **env, a->difficulty,
                                                                     a->search, where, a->baseline));
+          if (a->only_correct && !e.search.correct) return std::string();
           return envs::r2::SftLine(e.prompt, e.completion);
         });
   });

@@ -1,6 +1,7 @@
-# Sourced by the quickstart script tests (quickstart_test.sh, quickstart_rlot_test.sh) after
-# they set root: skips (exit 77) without the shipped t0 tier, makes tmp (removed at exit) and
-# tmp/pool, where the smallest tier stands in for t0 < t1 < t2 (fast to start).
+# Sourced by the script tests (quickstart_test.sh, quickstart_rlot_test.sh,
+# r2_allocator_data_test.sh) after they set root: skips (exit 77) without the shipped t0 tier,
+# makes tmp (removed at exit) and tmp/pool, where the smallest tier stands in for t0 < t1 < t2
+# (fast to start).
 tier=$root/assets/tinyworld/pool/t0
 if [[ ! -f $tier/config.json ]]; then
   echo "SKIP: no shipped tier in $tier"
