@@ -15,7 +15,9 @@
 #                       (ALLOT_QS_RLOT_TRAILS trails each, default 1), any other is trained
 #                       (allot train) against the same servers, an ATLAS recipe (env atlas,
 #                       nothing to train) is evaluated (allot eval --method all) on the eval
-#                       subset, and r2 trains on the items a tool-free decomposition can solve;
+#                       subset; r2 runs R2-Reasoner's whole pipeline (the cold start of the
+#                       decomposer and allocator, alternating GRPO, evaluation against each
+#                       tier alone) through tests/scripts/tinyworld_r2_test.sh into <run>/r2;
 #                       deeptool runs DeepTool's whole pipeline (expert trajectories, the SFT
 #                       cold start, step-wise GRPO, evaluation of base, cold start and trained
 #                       t0) through tests/scripts/tinyworld_deeptool_test.sh into <run>/deeptool
@@ -126,7 +128,20 @@ if [[ $env_name == atlas && ( -n $steps || ${#overrides[@]} -gt 0 ) ]]; then
   echo "quickstart.sh: $recipe_file is an evaluation (env atlas): --steps and --set do not apply" >&2
   exit 2
 fi
-if [[ $env_name == r2 ]]; then python3 "$tools" keep-decomposable "$ALLOT_QS_TRAIN_DATA"; fi
+if [[ $env_name == r2 ]]; then
+  # The tiers learned no R2 turn: the decomposer and allocator need their cold start (allot r2
+  # decomposer-data | allocator-data, allot sft of a LoRA on t0) before the alternating GRPO.
+  # The result test runs that pipeline with its own servers and workers; its exit 3 is a
+  # finished run whose allocator missed the result (the table shows it).
+  r2_args=(--out "$run_dir/r2" --eval-items "$eval_items" "${overrides[@]}")
+  [[ -n $steps ]] && r2_args+=(--steps "$steps")
+  say "R2-Reasoner: tests/scripts/tinyworld_r2_test.sh ${r2_args[*]}"
+  code=0
+  run bash tests/scripts/tinyworld_r2_test.sh "$ALLOT" "${r2_args[@]}" || code=$?
+  [[ $code == 0 || $code == 3 ]] || exit "$code"
+  say "done in $(( $(date +%s) - started )) s: $run_dir/r2"
+  exit 0
+fi
 if [[ $env_name == rlot ]]; then  # the logic blocks call no tool (quickstart_tools.py)
   python3 "$tools" keep-tool-free "$ALLOT_QS_TRAIN_DATA" "$run_dir"/eval.jsonl "$run_dir"/eval-*.jsonl
 fi

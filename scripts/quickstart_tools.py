@@ -9,7 +9,6 @@
   table OUT BEFORE.json... -- AFTER.json...
                                          the before/after table (text) and points.dat for the plot
   reward-data METRICS OUT                step and reward/mean from metrics.jsonl
-  keep-decomposable JSONL                keep the items solvable without a tool (min_level <= 3)
                                          whose reference solution has two steps or more
   train-summary METRICS                  reward and cost per episode, first and last quarter
   keep-tool-free JSONL...                keep the items solvable without a tool (min_level <= 3)
@@ -264,18 +263,6 @@ def filter_items(path, keep, what):
     return len(kept), len(rows)
 
 
-def keep_decomposable(path):
-    # R2-Reasoner decomposes a task into subtasks for tool-less models: the tiny world's items
-    # that need the knowledge tool (min_level 4) or have a one-step solution give it nothing to do.
-    counts = filter_items(path, lambda j: j.get("min_level", 1) <= 3
-                          and j.get("solution", "").count("Step ") >= 2,
-                          "with min_level <= 3 and two solution steps")
-    if counts is None:
-        return 1
-    print(f"train: {counts[0]} of {counts[1]} items have a tool-free multi-step solution")
-    return 0
-
-
 def keep_tool_free(paths):
     # RLoT's logic blocks call no tool, and the tiny world taught them only on the items that
     # need none (envs/tinyworld/sft_data.cc): the items that need the knowledge tool (min_level
@@ -416,8 +403,6 @@ def main(argv):
         return table(args[0], args[1:])
     if cmd == "reward-data" and len(args) == 2:
         return reward_data(*args)
-    if cmd == "keep-decomposable" and len(args) == 1:
-        return keep_decomposable(*args)
     if cmd == "train-summary" and len(args) == 1:
         return train_summary(*args)
     if cmd == "keep-tool-free" and args:

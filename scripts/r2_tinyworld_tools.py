@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Helpers of tests/scripts/tinyworld_r2_test.sh: R2-Reasoner's cold start in the tiny world.
 
-  data TEST TRAIN SFT_TRAIN OUT_DIR N_EVAL N_ALLOC
+  data TEST TRAIN OUT_DIR N_EVAL N_ALLOC
       eval.jsonl        N_EVAL decomposable test items, round-robin over the difficulties
       train.jsonl       every decomposable train item (the GRPO prompts)
       decomposer_in.jsonl   `allot r2 decomposer-data` input: each train item with its
-                        reference decomposition (the tiny world's numbered subtasks) as the
-                        one candidate
+                        reference decomposition as the one candidate: one operation per step
+                        of its solution ("80 * 6", "9 * 6", "#1 + #2"; "#k" is result k)
       allocator_in.jsonl    `allot r2 allocator-data` input: N_ALLOC train items with those
                         subtasks (the grouped search labels them on the pool)
-  sft-mix DECOMPOSER ALLOCATOR OUT   the two roles' SFT examples in one file (one policy)
+  sft-mix DECOMPOSER ALLOCATOR OUT   the two roles' SFT examples in one file (one policy): 600
+                        decomposer examples, each followed by an allocator one (cycled)
   check EVAL_JSON [EVAL_JSON...]      the table, and exit 0 when the allocator's accuracy is at
                         least the best single model's at a lower C_API, 1 when not
 
@@ -17,6 +18,7 @@
 solution of two steps or more. Only the Python standard library is used.
 """
 import json
+import re
 import sys
 
 from quickstart_tools import round_robin  # scripts/: the tiny world's shared helpers
@@ -31,27 +33,34 @@ def decomposable(item):
     return item.get("min_level", 1) <= 3 and item.get("solution", "").count("Step ") >= 2
 
 
-def numbered_subtasks(sft_path):
-    """item id -> the subtasks of its "numbered" SFT record ("1. text" lines)."""
-    out = {}
-    with open(sft_path) as f:
-        for line in f:
-            if '"numbered"' not in line:
-                continue
-            r = json.loads(line)
-            if r.get("format") != "numbered":
-                continue
-            subs = []
-            for s in r["completion"].split("\n"):
-                head, _, text = s.partition(". ")
-                if head.isdigit() and text:
-                    subs.append(text.strip())
-            if subs:
-                out[r["id"]] = subs
-    return out
+STEP = re.compile(r"^Step \d+: (\d+) ([-+*]) (\d+) = (\d+)$")
 
 
-def make_data(test, train, sft, out_dir, n_eval, n_alloc):
+def operation_subtasks(item):
+    """The item's solution steps ("Step i: a op b = c") as operations, an operand that an
+    earlier step computed written "#k" (its latest such step): what the R2 executor fills in
+    (configs/prompts/tinyworld/r2/subtask.txt's {{subtask_filled}}). None when a step is not an
+    operation."""
+    subs, results = [], []
+    for line in item.get("solution", "").split("\n"):
+        if not line.startswith("Step "):
+            continue
+        m = STEP.match(line)
+        if not m:
+            return None
+        a, op, b, c = m.groups()
+
+        def ref(x):
+            for k in range(len(results), 0, -1):
+                if results[k - 1] == x:
+                    return "#%d" % k
+            return x
+        subs.append("%s %s %s" % (ref(a), op, ref(b)))
+        results.append(c)
+    return subs or None
+
+
+def make_data(test, train, out_dir, n_eval, n_alloc):
     n_eval, n_alloc = int(n_eval), int(n_alloc)
     test_items = round_robin([r for r in rows(test) if decomposable(r)])[:n_eval]
     train_items = [r for r in rows(train) if decomposable(r)]
@@ -59,8 +68,8 @@ def make_data(test, train, sft, out_dir, n_eval, n_alloc):
         f.writelines(json.dumps(r) + "\n" for r in test_items)
     with open(f"{out_dir}/train.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in round_robin(train_items))
-    subs = numbered_subtasks(sft)
-    have = [r for r in round_robin(train_items) if r["id"] in subs]
+    subs = {r["id"]: operation_subtasks(r) for r in train_items}
+    have = [r for r in round_robin(train_items) if subs[r["id"]]]
     with open(f"{out_dir}/decomposer_in.jsonl", "w") as f:
         for r in have:
             cand = {"subtasks": subs[r["id"]], "tokens": 0, "incoherent_pairs": 0, "correct": True}
@@ -75,19 +84,21 @@ def make_data(test, train, sft, out_dir, n_eval, n_alloc):
     return 0
 
 
-def sft_mix(decomposer, allocator, out):
+def sft_mix(decomposer, allocator, out, n_decomposer=600):
     d, a = rows(decomposer), rows(allocator)
-    # As many decomposer examples as allocator ones, interleaved: one policy, both roles.
-    d = d[:max(len(a), 1)]
+    # One policy, both roles: each decomposer example (the first n_decomposer: the decomposer
+    # must learn the operations of every difficulty) followed by an allocator example, the few
+    # grouped-search ones cycled.
+    d = d[:max(n_decomposer, len(a))]
     mixed = []
     for i in range(max(len(d), len(a))):
         if i < len(d):
             mixed.append(d[i])
-        if i < len(a):
-            mixed.append(a[i])
+        if a:
+            mixed.append(a[i % len(a)])
     with open(out, "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in mixed)
-    print(f"sft: {len(d)} decomposer + {len(a)} allocator examples")
+    print(f"sft: {len(d)} decomposer + {len(a)} allocator examples ({len(mixed)} in all)")
     return 0
 
 
@@ -120,7 +131,7 @@ def check(paths):
 
 def main(argv):
     cmd, args = (argv[1], argv[2:]) if len(argv) > 1 else ("", [])
-    if cmd == "data" and len(args) == 6:
+    if cmd == "data" and len(args) == 5:
         return make_data(*args)
     if cmd == "sft-mix" and len(args) == 3:
         return sft_mix(*args)

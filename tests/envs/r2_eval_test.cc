@@ -123,25 +123,19 @@ TEST_F(R2EvalTest, RejectsAMethodOutsideThePool) {
   EXPECT_NE(results.status().message().find("huge"), std::string::npos);
 }
 
-// The tiny world's tiers learned envs/tinyworld's solve_subtask and final layouts, byte for byte.
+// The tiny world's tiers learned envs/tinyworld's "step" layout (each operation asked directly),
+// byte for byte: a subtask is one operation, with "#k" filled from result k's answer.
 TEST_F(R2EvalTest, TinyWorldPromptsRenderTheTiersLayouts) {
   auto env = R2Env::Create(Config("configs/prompts/tinyworld/r2"));
   ASSERT_TRUE(env.ok()) << env.status().ToString();
-  const std::vector<std::string> subtasks = {"Subtract the tens of 83.",
-                                             "Subtract the ones of 83."};
+  const std::vector<std::string> subtasks = {"91 - 80", "#1 - 3"};
   auto first = (*env)->SubtaskPrompt("What is 91 - 83?", subtasks, 0, {});
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(*first,
-            "What is 91 - 83?\nSubtasks:\nSubtask1: Subtract the tens of 83.\n"
-            "Subtask2: Subtract the ones of 83.\nResults so far:\n(none yet)\n"
-            "Solve the next subtask: Subtract the tens of 83.");
-  auto second = (*env)->SubtaskPrompt("What is 91 - 83?", subtasks, 1, {"91 - 80 = 11"});
+  EXPECT_EQ(*first, "What is 91 - 80?\nAnswer directly.\n");
+  auto second =
+      (*env)->SubtaskPrompt("What is 91 - 83?", subtasks, 1, {"The answer is \\boxed{11}"});
   ASSERT_TRUE(second.ok());
-  EXPECT_EQ(*second,
-            "What is 91 - 83?\nSubtasks:\nSubtask1: Subtract the tens of 83.\n"
-            "Subtask2: Subtract the ones of 83.\nResults so far:\n"
-            "Subtask1: Subtract the tens of 83.\nResult: 91 - 80 = 11\n"
-            "Solve the next subtask: Subtract the ones of 83.");
+  EXPECT_EQ(*second, "What is 11 - 3?\nAnswer directly.\n");
   auto single = (*env)->SinglePrompt("What is 91 - 83?");
   ASSERT_TRUE(single.ok());
   EXPECT_EQ(*single, "What is 91 - 83?\nThink step by step.\n");
