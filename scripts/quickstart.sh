@@ -77,6 +77,7 @@ started=$(date +%s)
 
 # --- cleanup: every process started here is stopped on exit, failure, Ctrl-C or TERM ---------
 pids=()
+source scripts/tinyworld_procs.sh  # tw_serve_start, tw_serve_wait, tw_start_workers (add to pids)
 cleanup() {
   local code=$?
   trap - EXIT INT TERM
@@ -169,44 +170,15 @@ if [[ $needs_llm == 1 ]]; then
   done
   [[ ${#tiers[@]} -gt 0 ]] || { echo "quickstart.sh: no tier directories in $pool" >&2; exit 1; }
   say "serving ${#tiers[@]} tiers: ${tiers[*]}"
-  declare -A serve_pid
+  for t in "${tiers[@]}"; do tw_serve_start "$ALLOT" "$logs" "$t"; done  # all load at once
   for t in "${tiers[@]}"; do
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$ALLOT" serve --model "$ALLOT_TW_POOL/$t" --port 0 \
-      --served-model-name "$t" --threads 1 > "$logs/serve-$t.log" 2>&1 &
-    pids+=($!)
-    serve_pid[$t]=$!
-  done
-  for t in "${tiers[@]}"; do
-    url=""
-    for _ in $(seq 600); do
-      url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$logs/serve-$t.log")
-      [[ -n $url ]] && break
-      kill -0 "${serve_pid[$t]}" 2> /dev/null || break
-      sleep 0.1
-    done
-    [[ -n $url ]] || { echo "quickstart.sh: allot serve for $t did not start:" >&2;
-                       tail -5 "$logs/serve-$t.log" >&2; exit 1; }
-    python3 "$tools" wait-http "$url/health" 60 || exit 1
-    var=ALLOT_TW_$(echo "$t" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
-    export "$var=$url"
-    echo "    $t: $url ($var)"
+    tw_serve_wait "$logs" "$t" || { echo "quickstart.sh: tier $t did not come up" >&2; exit 1; }
+    echo "    $t: ${!tw_url_var} ($tw_url_var)"
   done
 fi
 if [[ $needs_llm == 1 && $env_name != atlas ]]; then  # ATLAS evaluates in this process
-  # --- two rollout workers ----------------------------------------------------------------
-  for w in A B; do
-    rm -f "$logs/worker-$w.addr"
-    OMP_NUM_THREADS=1 "$ALLOT" rollout-worker -c "$recipe_file" --listen 127.0.0.1:0 \
-      --set rollout.worker.metrics_listen=127.0.0.1:0 \
-      --set "rollout.worker.port_file=$logs/worker-$w.addr" > "$logs/worker-$w.log" 2>&1 &
-    pids+=($!)
-  done
-  for w in A B; do
-    for _ in $(seq 300); do [[ -s $logs/worker-$w.addr ]] && break; sleep 0.1; done
-    [[ -s $logs/worker-$w.addr ]] || { echo "quickstart.sh: rollout worker $w did not start:" >&2;
-                                       tail -5 "$logs/worker-$w.log" >&2; exit 1; }
-    export "ALLOT_QS_WORKER_$w=$(tr -d '\n' < "$logs/worker-$w.addr")"
-  done
+  tw_start_workers "$ALLOT" "$logs" "$recipe_file" ||
+    { echo "quickstart.sh: the rollout workers did not start" >&2; exit 1; }
   say "rollout workers: $ALLOT_QS_WORKER_A $ALLOT_QS_WORKER_B"
 fi
 
