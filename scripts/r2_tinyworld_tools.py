@@ -8,7 +8,9 @@
                         reference decomposition as the one candidate: one operation per step
                         of its solution ("80 * 6", "9 * 6", "#1 + #2"; "#k" is result k)
       allocator_in.jsonl    `allot r2 allocator-data` input: N_ALLOC train items with those
-                        subtasks (the grouped search labels them on the pool)
+                        subtasks and their reference results (the baseline's difficulty
+                        prompts show the earlier ones; the grouped search labels them on the
+                        pool)
   sft-mix DECOMPOSER ALLOCATOR OUT   the two roles' SFT examples in one file (one policy): 600
                         decomposer examples, each followed by an allocator one (cycled)
   check EVAL_JSON [EVAL_JSON...]      the table, and exit 0 when the allocator's accuracy is at
@@ -36,12 +38,12 @@ def decomposable(item):
 STEP = re.compile(r"^Step \d+: (\d+) ([-+*]) (\d+) = (\d+)$")
 
 
-def operation_subtasks(item):
-    """The item's solution steps ("Step i: a op b = c") as operations, an operand that an
-    earlier step computed written "#k" (its latest such step): what the R2 executor fills in
-    (configs/prompts/tinyworld/r2/subtask.txt's {{subtask_filled}}). None when a step is not an
-    operation."""
-    subs, results = [], []
+def operations(item):
+    """The item's solution steps ("Step i: a op b = c") as (operation, result) pairs, an
+    operand that an earlier step computed written "#k" (its latest such step): what the R2
+    executor fills in (configs/prompts/tinyworld/r2/subtask.txt's {{subtask_filled}}). None
+    when a step is not an operation."""
+    out = []
     for line in item.get("solution", "").split("\n"):
         if not line.startswith("Step "):
             continue
@@ -51,13 +53,12 @@ def operation_subtasks(item):
         a, op, b, c = m.groups()
 
         def ref(x):
-            for k in range(len(results), 0, -1):
-                if results[k - 1] == x:
+            for k in range(len(out), 0, -1):
+                if out[k - 1][1] == x:
                     return "#%d" % k
             return x
-        subs.append("%s %s %s" % (ref(a), op, ref(b)))
-        results.append(c)
-    return subs or None
+        out.append(("%s %s %s" % (ref(a), op, ref(b)), c))
+    return out or None
 
 
 def make_data(test, train, out_dir, n_eval, n_alloc):
@@ -68,8 +69,9 @@ def make_data(test, train, out_dir, n_eval, n_alloc):
         f.writelines(json.dumps(r) + "\n" for r in test_items)
     with open(f"{out_dir}/train.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in round_robin(train_items))
-    subs = {r["id"]: operation_subtasks(r) for r in train_items}
-    have = [r for r in round_robin(train_items) if subs[r["id"]]]
+    ops = {r["id"]: operations(r) for r in train_items}
+    subs = {k: [o for o, _ in v] for k, v in ops.items() if v}
+    have = [r for r in round_robin(train_items) if r["id"] in subs]
     with open(f"{out_dir}/decomposer_in.jsonl", "w") as f:
         for r in have:
             cand = {"subtasks": subs[r["id"]], "tokens": 0, "incoherent_pairs": 0, "correct": True}
@@ -78,7 +80,8 @@ def make_data(test, train, out_dir, n_eval, n_alloc):
     with open(f"{out_dir}/allocator_in.jsonl", "w") as f:
         for r in have[:n_alloc]:
             f.write(json.dumps({"question": r["question"], "answer": r["answer"],
-                                "subtasks": subs[r["id"]]}) + "\n")
+                                "subtasks": subs[r["id"]],
+                                "results": [c for _, c in ops[r["id"]]]}) + "\n")
     print(f"eval {len(test_items)}, train {len(train_items)}, decomposer {len(have)}, "
           f"allocator {min(n_alloc, len(have))} items")
     return 0

@@ -92,10 +92,15 @@ Result<DecomposerExample> DecomposerExampleFromLine(const std::string& line, con
 Result<std::vector<float>> BaselineLogprobs(const R2Env& env, const std::string& baseline,
                                             const std::string& question,
                                             const std::vector<std::string>& subtasks,
-                                            size_t index) {
+                                            size_t index,
+                                            const std::vector<std::string>& results) {
   const R2Settings& r2 = env.config().r2;
-  // The baseline sees no earlier results.
-  ALLOT_ASSIGN_OR_RETURN(std::string prompt, env.SubtaskPrompt(question, subtasks, index, {}));
+  // The earlier reference results when there are, else none.
+  const std::vector<std::string> earlier =
+      results.size() >= index ? std::vector<std::string>(results.begin(), results.begin() + index)
+                              : std::vector<std::string>();
+  ALLOT_ASSIGN_OR_RETURN(std::string prompt,
+                         env.SubtaskPrompt(question, subtasks, index, earlier));
   llm::CompletionRequest req;
   req.prompt = prompt;
   req.params.max_tokens = static_cast<int>(r2.subtask_max_tokens);
@@ -158,8 +163,16 @@ Result<AllocatorExample> AllocatorExampleFromLine(const std::string& line, const
         return InvalidArgument(where + ": difficulty '" + n + "' (easy, medium or hard)");
     }
   } else if (!baseline.empty()) {
+    std::vector<std::string> results;
+    if (j.contains("results")) {
+      ALLOT_ASSIGN_OR_RETURN(results, Strings(j["results"], where + ": results"));
+      if (results.size() != subtasks.size()) {
+        return InvalidArgument(where + ": 'results' needs one per subtask");
+      }
+    }
     for (size_t i = 0; i < subtasks.size(); ++i) {
-      Result<std::vector<float>> lp = BaselineLogprobs(env, baseline, question, subtasks, i);
+      Result<std::vector<float>> lp =
+          BaselineLogprobs(env, baseline, question, subtasks, i, results);
       if (!lp.ok()) return lp.status().Annotate(where + ": subtask " + std::to_string(i + 1));
       ALLOT_ASSIGN_OR_RETURN(double p, AlphaQuantileProbability(*lp, difficulty.alpha));
       out.difficulty.push_back(ClassifyDifficulty(p, difficulty));

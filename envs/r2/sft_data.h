@@ -5,7 +5,8 @@
 //     -> d* by Eq. 4 as {"prompt": decomposer prompt, "completion": "Subtask 1: ..."}
 //   allocator (Eq. 6-11): {"question", "answer", "subtasks": [...],
 //       "logprobs": [[baseline token log-probs of subtask 1], ...] | "difficulty": [...]}
-//       (or neither, with a baseline endpoint that answers each subtask)
+//       (or neither, with a baseline endpoint that answers each subtask; "results": [...], the
+//       reference result of each subtask, lets its prompt show the earlier ones)
 //     -> M_A* of the grouped search, Acc(M_A) = the env executing the allocation on the pool
 //        and grading the integrated answer, as {"prompt": what the allocator reads,
 //        "completion": "Subtask 1: difficulty 1, model ..."}
@@ -56,10 +57,12 @@ Result<AllocatorExample> AllocatorExampleFromLine(const std::string& line, const
                                                   const std::string& where,
                                                   const std::string& baseline = "");
 
-// The log-probs of `baseline`'s greedy answer to subtask `index` of `subtasks`.
+// The log-probs of `baseline`'s greedy answer to subtask `index` of `subtasks`, its prompt
+// showing the first `index` of `results` (none when `results` is shorter).
 Result<std::vector<float>> BaselineLogprobs(const R2Env& env, const std::string& baseline,
                                             const std::string& question,
-                                            const std::vector<std::string>& subtasks, size_t index);
+                                            const std::vector<std::string>& subtasks, size_t index,
+                                            const std::vector<std::string>& results = {});
 
 // {"prompt": ..., "completion": ...} as one JSON line (no newline).
 std::string SftLine(const std::string& prompt, const std::string& completion);

@@ -126,5 +126,29 @@ TEST_F(R2SftDataTest, DifficultyFromABaselineEndpoint) {
   EXPECT_EQ(bodies[0]["temperature"], 0.0);
 }
 
+// Reference results let the baseline's prompt of a later subtask show the earlier ones (the
+// prompt's {{subtask_filled}}); a count that does not match the subtasks is an error.
+TEST_F(R2SftDataTest, TheBaselineSeesTheReferenceResults) {
+  R2EnvConfig c = env_->config();
+  c.r2.prompts.subtask = "What is {{subtask_filled}}?";
+  auto env = R2Env::Create(c);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  const std::string line =
+      R"({"question": "q", "answer": "42", "subtasks": ["3 + 4", "#1 * 6"], "results": ["7", "42"]})";
+  Result<AllocatorExample> e = AllocatorExampleFromLine(line, **env, DifficultyConfig{},
+                                                        GroupedSearchConfig{}, "a:1", "small");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  auto bodies = testing::Bodies(server_, "/v1/completions");
+  ASSERT_GE(bodies.size(), 2u);
+  EXPECT_EQ(bodies[0]["prompt"], "What is 3 + 4?");
+  EXPECT_EQ(bodies[1]["prompt"], "What is 7 * 6?");
+  const std::string bad =
+      R"({"question": "q", "answer": "42", "subtasks": ["3 + 4", "#1 * 6"], "results": ["7"]})";
+  Result<AllocatorExample> b = AllocatorExampleFromLine(bad, **env, DifficultyConfig{},
+                                                        GroupedSearchConfig{}, "a:2", "small");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("a:2: 'results'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace allot::envs::r2
