@@ -21,7 +21,8 @@ tw_serve_start() {  # ALLOT LOGDIR TIER [serve options...]: starts serving $ALLO
 tw_serve_wait() {
   local logs=$1 t=$2 url=""
   for _ in $(seq 600); do
-    url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$logs/serve-$t.log" 2> /dev/null)
+    url=$(sed -n 's/^allot serve: listening on \(http[^ ]*\).*/\1/p' "$logs/serve-$t.log" \
+      2> /dev/null)
     [[ -n $url ]] && break
     kill -0 "${serve_pid[$t]}" 2> /dev/null || break
     sleep 0.1
@@ -31,7 +32,10 @@ tw_serve_wait() {
     tail -5 "$logs/serve-$t.log" >&2
     return 1
   fi
-  python3 "$tw_tools" wait-http "$url/health" 60 || { echo "$t is not healthy at $url" >&2; return 1; }
+  if ! python3 "$tw_tools" wait-http "$url/health" 60; then
+    echo "$t is not healthy at $url" >&2
+    return 1
+  fi
   tw_url_var=ALLOT_TW_$(echo "$t" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
   export "$tw_url_var=$url"
 }

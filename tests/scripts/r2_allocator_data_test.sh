@@ -31,8 +31,10 @@ run() {  # OUT_FILE [flags...]: allocator-data on in.jsonl, difficulties from t2
     --baseline t2 --max-iterations 4 "$@" 2>&1
 }
 all=$(run "$tmp/all.jsonl") || fail "allocator-data: $all"
-[[ $(wc -l < "$tmp/all.jsonl") == 2 ]] || fail "without --only-correct: not one example per task: $all"
-grep -q "Allocate the 2 subtasks" "$tmp/all.jsonl" || fail "no allocator prompt in $(head -c 300 "$tmp/all.jsonl")"
+[[ $(wc -l < "$tmp/all.jsonl") == 2 ]] ||
+  fail "without --only-correct: not one example per task: $all"
+grep -q "Allocate the 2 subtasks" "$tmp/all.jsonl" ||
+  fail "no allocator prompt in $(head -c 300 "$tmp/all.jsonl")"
 kept=$(run "$tmp/kept.jsonl" --only-correct) || fail "allocator-data --only-correct: $kept"
 # (whether t0 solves the first task is the tier's business: it is kept or dropped, and counted)
 written=$(sed -n 's/^wrote \([0-9]*\) examples.*/\1/p' <<< "$kept")
