@@ -24,7 +24,7 @@ allot=$(realpath "$1")
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 eval_items=48
-alloc_items=32
+alloc_items=64
 sft_steps=400
 steps=16
 # Eq. 7's alpha: the quantile of the baseline's token probabilities. R2's 0.3 suits long
