@@ -303,6 +303,9 @@ Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
                                 std::to_string(allocation.size()) + " assignments"),
                 FailureReason::kEnvError);
   }
+  if (subtasks.empty()) {
+    return fail(InvalidArgument("r2: no subtask to execute"), FailureReason::kEnvError);
+  }
   const int threshold = s.review.enabled ? Rank(s.review.threshold_model) : -1;
   for (size_t i = 0; i < subtasks.size(); ++i) {
     // Sec. 4.4 (3): t^i runs on M_A(t^i) and sees every earlier result.

@@ -161,6 +161,19 @@ TEST_F(R2EnvTest, FillsEarlierResultsIntoSubtasksAndCanSkipTheIntegration) {
   EXPECT_NE(bad.status().message().find("r2.prompts.subtask"), std::string::npos);
 }
 
+// The data tools call Execute directly: an empty plan is a failure, not an integration of
+// nothing (integrator "last" names the last subtask's model).
+TEST_F(R2EnvTest, ExecutingNoSubtaskFailsTheExecution) {
+  auto env = Make(Config());
+  ASSERT_NE(env, nullptr);
+  runtime::EpisodeInput input;
+  runtime::Episode ep(&env->client(), env->config().r2.limits, input);
+  Execution ex = env->Execute(ep, "q", {}, {});
+  EXPECT_TRUE(ex.failure.failed());
+  EXPECT_NE(ex.failure.message.find("no subtask"), std::string::npos);
+  EXPECT_TRUE(Models().empty());
+}
+
 TEST(FillResultsTest, ReplacesOnlyReferencesToEarlierResults) {
   const std::vector<std::string> r = {"The answer is \\boxed{480}", "  54 \n"};
   const auto boxed = rewards::AnswerFormat::kBoxed;
