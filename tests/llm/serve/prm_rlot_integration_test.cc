@@ -66,8 +66,12 @@ TEST(RlotServeIntegrationTest, EpisodesThroughARolloutWorkerAgainstAllotServe) {
   ASSERT_TRUE(dispatcher.ok()) << dispatcher.status().ToString();
   (*dispatcher)->AddChannel((*worker)->InProcessChannel(), "w0");
 
+  // A random model's block may be empty (an immediate end of text), which the env rejects as
+  // a format error; which episodes do depends on how the server happens to batch them. Six
+  // episodes, of which at least two must complete and pass the structural checks.
+  constexpr int kEpisodes = 6;
   std::vector<v1::EpisodeRequest> requests;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kEpisodes; ++i) {
     v1::EpisodeRequest r;
     r.set_episode_id("rlot-" + std::to_string(i));
     r.set_env("rlot");
@@ -78,11 +82,17 @@ TEST(RlotServeIntegrationTest, EpisodesThroughARolloutWorkerAgainstAllotServe) {
     requests.push_back(std::move(r));
   }
   ASSERT_TRUE((*dispatcher)->Submit(std::move(requests)).ok());
-  for (int i = 0; i < 2; ++i) {
+  int completed = 0;
+  for (int i = 0; i < kEpisodes; ++i) {
     auto done = (*dispatcher)->Next(std::chrono::seconds(120));
     ASSERT_TRUE(done.has_value());
     const v1::Trajectory& t = done->trajectory;
+    if (t.failure().reason() == v1::FAILURE_REASON_FORMAT_ERROR &&
+        t.failure().message().find("is empty") != std::string::npos) {
+      continue;  // nonsense the env rejected
+    }
     EXPECT_EQ(t.failure().reason(), v1::FAILURE_REASON_NONE) << t.failure().message();
+    ++completed;
     ASSERT_GE(t.transitions_size(), 1);
     ASSERT_LE(t.transitions_size(), 6);  // five blocks, then a forced Terminate
     for (int k = 0; k < t.transitions_size(); ++k) {
@@ -104,6 +114,7 @@ TEST(RlotServeIntegrationTest, EpisodesThroughARolloutWorkerAgainstAllotServe) {
     EXPECT_GT(t.accounting().prompt_tokens(), 0u);
     EXPECT_FALSE(t.info().at("blocks").empty());
   }
+  EXPECT_GE(completed, 2);
   (*dispatcher)->Shutdown();
   (*worker)->Shutdown();
   (*server)->Stop();
