@@ -48,5 +48,11 @@ expect_refused configs/quickstart/r2.yaml dqn.batch_size=4 "section 'dqn' is not
 expect_refused configs/quickstart/rlot.yaml grpo.group_size=4 "section 'grpo' is not read by the dqn engine"
 expect_refused configs/quickstart/atlas.yaml env.atlas.no_such_key=1 "no_such_key"
 
+# --help prints the script's whole option list (it once printed a fixed line range that new
+# header lines pushed the last options out of).
+help=$(bash scripts/quickstart.sh --help 2>&1)
+for option in --recipe --no-setup --steps --eval-items --pool --out --set; do
+  grep -q -- "^#   $option " <<< "$help" || { echo "FAIL quickstart.sh --help lacks $option"; failed=1; }
+done
 [[ $failed == 0 ]] && echo "PASS: ${#recipes[@]} recipes validate"
 exit "$failed"
