@@ -297,7 +297,7 @@ evaluate before "" L1 L2 L3 L4 random router
 say "training the router: allot ${train_args[*]}"
 run "$ALLOT" "${train_args[@]}"
 policy=$(sed -n 's/^  policy_endpoint: *//p' "$run_dir/train/config.yaml" | head -1)
-policy_url_var=ALLOT_TW_$(echo "$policy" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
+policy_url_var=$(tw_url_var_name "$policy")
 adapter=$(python3 "$tools" latest-adapter "${!policy_url_var}" "$train_name")
 say "after training: the router with adapter $adapter"
 evaluate after "$adapter" router

@@ -6,6 +6,10 @@
 declare -gA serve_pid
 tw_tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/quickstart_tools.py
 
+tw_url_var_name() {  # TIER: the variable that holds the tier's URL, ALLOT_TW_<TIER>_URL
+  echo "ALLOT_TW_$(echo "$1" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL"
+}
+
 tw_serve_start() {  # ALLOT LOGDIR TIER [serve options...]: starts serving $ALLOT_TW_POOL/TIER
   local allot=$1 logs=$2 t=$3
   shift 3
@@ -36,7 +40,7 @@ tw_serve_wait() {
     echo "$t is not healthy at $url" >&2
     return 1
   fi
-  tw_url_var=ALLOT_TW_$(echo "$t" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')_URL
+  tw_url_var=$(tw_url_var_name "$t")
   export "$tw_url_var=$url"
 }
 
