@@ -7,6 +7,9 @@ option(ALLOT_BUILD_FUZZ "Build libFuzzer targets (needs clang; off with g++)" OF
 # ProcessGroupNCCL); without it, every other part runs as in a CPU build on a CUDA LibTorch.
 option(ALLOT_WITH_CUDA
        "Build against a CUDA LibTorch and link NCCL (the learner communicator's nccl backend)" OFF)
+# ALLOT_WITH_GLOO: the communicator's gloo backend (CPU data parallelism). Off only for a
+# LibTorch that ships no Gloo headers; the nccl backend then carries every collective.
+option(ALLOT_WITH_GLOO "Build the communicator's gloo backend (c10d ProcessGroupGloo)" ON)
 option(ALLOT_WITH_ONNX "Build ONNX export of the navigator (libonnx-dev)" ON)
 option(ALLOT_USE_CCACHE "Use ccache when it is installed" ON)
 option(ALLOT_USE_PCH "One shared precompiled header for torch-using targets" ON)

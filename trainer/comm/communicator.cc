@@ -1,8 +1,11 @@
 #include "trainer/comm/communicator.h"
 
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef ALLOT_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 
 #ifdef ALLOT_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -27,6 +30,7 @@ bool IsLoopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
+#ifdef ALLOT_WITH_GLOO
 // Gloo's transport device: the interface GLOO_SOCKET_IFNAME names (as in PyTorch), loopback
 // when the store is on loopback (all ranks on this host), else the address of the hostname.
 std::shared_ptr<gloo::transport::Device> GlooDevice(const DistEnv& env) {
@@ -38,12 +42,21 @@ std::shared_ptr<gloo::transport::Device> GlooDevice(const DistEnv& env) {
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
+#endif
+
+// LibTorch 2 split the backends (ProcessGroupGloo, ProcessGroupNCCL) from the ProcessGroup that
+// dispatches to them; allot talks to one backend directly, as 1.13's ProcessGroup did.
+#if TORCH_VERSION_MAJOR >= 2
+using Group = c10d::Backend;
+#else
+using Group = c10d::ProcessGroup;
+#endif
 
 }  // namespace
 
 struct Communicator::Impl {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<Group> group;
 };
 
 Communicator::Communicator(const DistEnv& env, const CommOptions& options)
@@ -67,6 +80,14 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
     single->options_ = options;
     return single;
   }
+  return CreateGroup(env, options);
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::CreateGroup(const DistEnv& env,
+                                                                const CommOptions& options) {
+  if (env.world_size < 1) {
+    return InvalidArgument("WORLD_SIZE=" + std::to_string(env.world_size) + " (must be >= 1)");
+  }
   if (env.rank < 0 || env.rank >= env.world_size) {
     return InvalidArgument("RANK=" + std::to_string(env.rank) +
                            " outside WORLD_SIZE=" + std::to_string(env.world_size));
@@ -88,6 +109,12 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
     return InvalidArgument("comm.backend: nccl needs a CUDA build of allot (ALLOT_WITH_CUDA)");
   }
 #endif
+#ifndef ALLOT_WITH_GLOO
+  if (backend == "gloo") {
+    return InvalidArgument(
+        "comm.backend: gloo is not in this build (its LibTorch ships no Gloo headers); use nccl");
+  }
+#endif
   std::unique_ptr<Communicator> comm(new Communicator(env, options));
   comm->backend_ = backend;
   comm->impl_ = std::make_unique<Impl>();
@@ -105,10 +132,12 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
   }
   try {
     if (backend == "gloo") {
+#ifdef ALLOT_WITH_GLOO
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
       gloo_options->devices.push_back(GlooDevice(env));
       comm->impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
           comm->impl_->store, env.rank, env.world_size, gloo_options);
+#endif
     } else {
 #ifdef ALLOT_WITH_CUDA
       // LOCAL_RANK picks the GPU; a launcher that shows each rank one GPU makes it device 0.
@@ -142,7 +171,11 @@ Status Communicator::Collective(const std::vector<at::Tensor>& tensors, bool bro
       // Gloo has no bfloat16/half reductions on CPU: reduce in float32.
       const bool widen = backend_ == "gloo" && !broadcast &&
                          (flat.scalar_type() == at::kBFloat16 || flat.scalar_type() == at::kHalf);
-      std::vector<at::Tensor> buffer{widen ? flat.to(at::kFloat) : flat};
+      // NCCL reduces device memory only: host tensors (scalars, strings) go through the GPU.
+      const bool stage = backend_ == "nccl" && !flat.is_cuda();
+      if (widen) flat = flat.to(at::kFloat);
+      if (stage) flat = flat.to(at::Device(at::kCUDA));
+      std::vector<at::Tensor> buffer{flat};
       c10::intrusive_ptr<c10d::Work> work;
       if (broadcast) {
         c10d::BroadcastOptions opts;

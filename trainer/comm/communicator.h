@@ -45,6 +45,11 @@ class Communicator {
   // A world of one gives Single(). Errors name the store address and the backend.
   static Result<std::unique_ptr<Communicator>> Create(const DistEnv& env,
                                                       const CommOptions& options = {});
+  // Create() without the shortcut: the store and the process group are built even for a world of
+  // one, so that every collective runs through the backend. Two NCCL ranks cannot share one GPU,
+  // so the GPU tests check the nccl backend this way.
+  static Result<std::unique_ptr<Communicator>> CreateGroup(const DistEnv& env,
+                                                           const CommOptions& options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -53,7 +58,9 @@ class Communicator {
   int world_size() const { return env_.world_size; }
   int local_rank() const { return env_.local_rank; }
   bool is_rank0() const { return env_.rank == 0; }
-  bool distributed() const { return env_.world_size > 1; }
+  // Whether a process group exists (every world of more than one; a world of one from
+  // CreateGroup): collectives are no-ops without one.
+  bool distributed() const { return impl_ != nullptr; }
   // "none" (world of one), "gloo" or "nccl".
   const std::string& backend() const { return backend_; }
   const CommOptions& options() const { return options_; }
