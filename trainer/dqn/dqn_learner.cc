@@ -13,6 +13,7 @@
 #include "core/safetensors.h"
 #include "models/dueling_qnet.h"
 #include "trainer/dqn/fused_dqn_update.h"
+#include "trainer/optim/optimizer_state_key.h"
 
 namespace allot::trainer {
 namespace {
@@ -211,7 +212,7 @@ const DqnLearner::FusedView& DqnLearner::Fused() {
     view->grads[k] = grads_[k].data();
     // Adam's state lives in the LibTorch optimizer, so that save/load and the autograd path
     // see exactly what the fused path wrote.
-    const std::string key = c10::guts::to_string(online[k].unsafeGetTensorImpl());
+    const OptimizerStateKey key = StateKey(online[k]);
     auto it = state.find(key);
     if (it == state.end()) {
       auto fresh = std::make_unique<torch::optim::AdamParamState>();

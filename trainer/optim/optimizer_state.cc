@@ -10,11 +10,10 @@
 #include "core/safetensors.h"
 #include "models/weights_io.h"
 #include "trainer/optim/adamw.h"
+#include "trainer/optim/optimizer_state_key.h"
 
 namespace allot::trainer {
 namespace {
-
-std::string Key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 
 Result<safetensors::TensorRef> Ref(const std::string& name, const at::Tensor& t) {
   ALLOT_ASSIGN_OR_RETURN(safetensors::Dtype dtype, models::ToSafetensorsDtype(t.scalar_type()));
@@ -54,7 +53,7 @@ Result<std::string> SerializeAdamWState(const torch::optim::AdamW& optimizer,
   meta["schedule_step"] = std::to_string(schedule_step);
   const auto& state = optimizer.state();
   for (size_t i = 0; i < params.size(); ++i) {
-    auto it = state.find(Key(params[i]));
+    auto it = state.find(StateKey(params[i]));
     if (it == state.end()) continue;  // no update has touched this parameter yet
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
     const std::string prefix = "param." + std::to_string(i) + ".";
@@ -100,7 +99,7 @@ Result<int64_t> RestoreAdamWState(torch::optim::AdamW& optimizer, std::string_vi
   }
   ALLOT_ASSIGN_OR_RETURN(int64_t schedule_step, get("schedule_step"));
   // Build the whole new state before touching the optimizer, so a bad file changes nothing.
-  std::vector<std::pair<std::string, std::unique_ptr<torch::optim::AdamWParamState>>> fresh;
+  std::vector<std::pair<OptimizerStateKey, std::unique_ptr<torch::optim::AdamWParamState>>> fresh;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string prefix = "param." + std::to_string(i) + ".";
     if (meta.find(prefix + "step") == meta.end()) continue;
@@ -116,7 +115,7 @@ Result<int64_t> RestoreAdamWState(torch::optim::AdamW& optimizer, std::string_vi
       ALLOT_ASSIGN_OR_RETURN(at::Tensor mx, Read(view, prefix + "max_exp_avg_sq", p, source));
       s->max_exp_avg_sq(mx);
     }
-    fresh.emplace_back(Key(params[i]), std::move(s));
+    fresh.emplace_back(StateKey(params[i]), std::move(s));
   }
   auto& state = optimizer.state();
   state.clear();
