@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -178,6 +179,28 @@ class AttentionImpl : public torch::nn::Module {
       k = k.repeat_interleave(heads_ / kv_heads_, 1);
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
+#if TORCH_VERSION_MAJOR >= 2
+    // LibTorch 2's fused attention (FlashAttention or the memory-efficient kernel on CUDA) never
+    // holds the [T, T] scores. It serves every mask that is plain causal - each packed segment,
+    // an unpadded prompt (`allowed` 2-D, see Hidden) - or absent (an unpadded decode step).
+    // Padded batches keep the explicit path below, which leaves fully masked pad rows finite.
+    if (segments != nullptr) {
+      std::vector<at::Tensor> outs;
+      int64_t off = 0;
+      for (const int64_t n : *segments) {
+        outs.push_back(at::scaled_dot_product_attention(
+            q.narrow(2, off, n), k.narrow(2, off, n), v.narrow(2, off, n), {}, 0.0,
+            /*is_causal=*/true));
+        off += n;
+      }
+      return o_proj(torch::cat(outs, 2).transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+    }
+    if (!allowed.defined() || allowed.dim() == 2) {
+      at::Tensor out = at::scaled_dot_product_attention(q, k, v, {}, 0.0,
+                                                        /*is_causal=*/allowed.defined());
+      return o_proj(out.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+    }
+#endif
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
     if (segments != nullptr) {
       // Block-diagonal causal attention at the cost of the blocks: one product per segment.
@@ -326,14 +349,19 @@ at::Tensor CausalLMImpl::Hidden(const at::Tensor& input_ids, const at::Tensor& a
               .unsqueeze(0)
               .expand({b, t});
   }
-  // allowed[b, 0, i, j]: query i (absolute position past + i) may attend to key j.
+  // allowed[b, 0, i, j]: query i (absolute position past + i) may attend to key j. Without
+  // padding or a cache it stays the 2-D [T, T] causal mask, which tells the attention that a
+  // plain causal kernel will do.
   at::Tensor allowed;
   if (mask.defined() || t > 1) {
     auto lo = torch::TensorOptions().dtype(torch::kLong).device(dev);
     at::Tensor causal =
         (torch::arange(t, lo).unsqueeze(1) + past) >= torch::arange(s, lo).unsqueeze(0);
-    allowed = causal.view({1, 1, t, s});
-    if (mask.defined()) allowed = allowed.logical_and(mask.view({b, 1, 1, s}));
+    if (mask.defined()) {
+      allowed = causal.view({1, 1, t, s}).logical_and(mask.view({b, 1, 1, s}));
+    } else {
+      allowed = past == 0 ? causal : causal.view({1, 1, t, s});
+    }
   }
   return RunDecoder(input_ids.to(dev), pos, allowed, cache);
 }

@@ -32,7 +32,18 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
   const int64_t parts = std::clamp<int64_t>(options.grad_accum, 1, std::max<int64_t>(b, 1));
   const int64_t rows = (b + parts - 1) / parts;
   std::vector<RolloutBatch> micro;
-  for (int64_t r = 0; r < b; r += rows) micro.push_back(SliceRows(batch, r, std::min(b, r + rows)));
+  // The loss's per-token tensors go to the model's device (a GPU learner's batch arrives in host
+  // memory); the ids stay on the host, where TokenLogProbs packs them before moving them.
+  const at::Device device = model.device();
+  for (int64_t r = 0; r < b; r += rows) {
+    RolloutBatch mb = SliceRows(batch, r, std::min(b, r + rows));
+    if (device != mb.loss_mask.device()) {
+      for (at::Tensor* t : {&mb.loss_mask, &mb.rollout_logp, &mb.advantages, &mb.weights}) {
+        if (t->defined()) *t = t->to(device);
+      }
+    }
+    micro.push_back(std::move(mb));
+  }
   AggregationTotals totals = b > 0 ? TotalsOf(batch.loss_mask) : AggregationTotals{};
   bool has_rollout_logp = b == 0 || batch.has_rollout_logp;
   if (comm != nullptr) {
