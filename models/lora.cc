@@ -30,7 +30,10 @@ at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
   at::Tensor h = x.to(lora_A.scalar_type());
   if (spec_.dropout > 0.0) h = torch::dropout(h, spec_.dropout, is_training());
   at::Tensor delta = torch::linear(torch::linear(h, lora_A), lora_B) * spec_.scaling();
-  return y + delta.to(y.scalar_type());
+  // As PEFT's LoRA Linear: the float32 adapter term joins the base output in float32 and the sum
+  // is rounded once to the base dtype. Rounding the term first gives other bfloat16 bits, which
+  // moved log-probs by 1e-2 against PEFT (bench/gpu/parity.py).
+  return (y.to(delta.scalar_type()) + delta).to(y.scalar_type());
 }
 
 void LoraLinearImpl::AttachLora(const LoraSpec& spec, at::Generator* generator) {
