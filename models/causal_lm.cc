@@ -182,8 +182,9 @@ class AttentionImpl : public torch::nn::Module {
 #if TORCH_VERSION_MAJOR >= 2
     // LibTorch 2's fused attention (FlashAttention or the memory-efficient kernel on CUDA) never
     // holds the [T, T] scores. It serves every mask that is plain causal - each packed segment,
-    // an unpadded prompt (`allowed` 2-D, see Hidden) - or absent (an unpadded decode step).
-    // Padded batches keep the explicit path below, which leaves fully masked pad rows finite.
+    // an unpadded prompt (`allowed` 2-D, see Hidden) - or absent, and every decode step (T = 1:
+    // its one query always sees its own key, so no row is fully masked). Padded prompts keep
+    // the explicit path below, which leaves the fully masked rows of pad queries finite.
     if (segments != nullptr) {
       std::vector<at::Tensor> outs;
       int64_t off = 0;
@@ -195,9 +196,12 @@ class AttentionImpl : public torch::nn::Module {
       }
       return o_proj(torch::cat(outs, 2).transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
     }
-    if (!allowed.defined() || allowed.dim() == 2) {
-      at::Tensor out = at::scaled_dot_product_attention(q, k, v, {}, 0.0,
-                                                        /*is_causal=*/allowed.defined());
+    if (!allowed.defined() || allowed.dim() == 2 || t == 1) {
+      at::Tensor out =
+          allowed.defined() && allowed.dim() == 4
+              ? at::scaled_dot_product_attention(q, k, v, allowed)
+              : at::scaled_dot_product_attention(q, k, v, {}, 0.0,
+                                                 /*is_causal=*/allowed.defined() && t > 1);
       return o_proj(out.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
     }
 #endif

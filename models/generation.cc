@@ -25,12 +25,19 @@ bool Contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-// Samples the sequence's next token from `logits` and records it. Returns whether the sequence
-// has finished (stop token, EOS, stop string or max_tokens).
-Result<bool> Advance(Live& s, const at::Tensor& logits, const std::vector<int32_t>& eos,
+// Draws the next token of each sequence from its row of `logits` [seqs, vocab].
+std::vector<SampledToken> SampleNext(const std::vector<Live*>& seqs, const at::Tensor& logits) {
+  std::vector<Sampler*> samplers;
+  samplers.reserve(seqs.size());
+  for (Live* s : seqs) samplers.push_back(&s->sampler);
+  return SampleRows(samplers, logits);
+}
+
+// Records the sequence's sampled next token. Returns whether the sequence has finished (stop
+// token, EOS, stop string or max_tokens).
+Result<bool> Advance(Live& s, const SampledToken& tok, const std::vector<int32_t>& eos,
                      const Tokenizer* tokenizer) {
   const SamplingParams& p = *s.params;
-  SampledToken tok = s.sampler.Sample(logits);
   s.out.token_ids.push_back(tok.token);
   s.out.logprobs.push_back(tok.logprob);
   bool done = false;
@@ -167,9 +174,12 @@ Result<std::vector<GenerationResult>> Generator::Generate(
     std::vector<int64_t> keep_rows;
     std::vector<int64_t> next;
     std::vector<size_t> still;
+    std::vector<Live*> live;
+    for (size_t i : active) live.push_back(&seqs[i]);
+    const std::vector<SampledToken> tokens = SampleNext(live, logits);
     for (size_t row = 0; row < active.size(); ++row) {
-      Live& s = seqs[active[row]];
-      auto done = Advance(s, logits[static_cast<int64_t>(row)], eos_, tokenizer_);
+      Live& s = *live[row];
+      auto done = Advance(s, tokens[row], eos_, tokenizer_);
       if (!done.ok()) {
         failure = done.status();
         break;
@@ -214,7 +224,18 @@ struct DecodeBatch::State {
   };
   explicit State(int64_t layers) : cache(layers) {}
 
+  // Forgets the batch's rows (not the waiting requests).
+  void DropRows(int64_t layers) {
+    rows.clear();
+    row_ids.clear();
+    cache = KVCache(layers);
+    mask = at::Tensor();
+    logits = at::Tensor();
+  }
+
   std::map<uint64_t, std::unique_ptr<Request>> requests;
+  std::vector<uint64_t> waiting;            // added, not prefilled yet, in arrival order
+  int64_t waiting_rows = 0;                 // their samples
   std::vector<std::unique_ptr<Live>> rows;  // one per batch row
   std::vector<uint64_t> row_ids;            // the request id of each row
   KVCache cache;
@@ -230,7 +251,9 @@ DecodeBatch::DecodeBatch(CausalLMImpl* model, const Tokenizer* tokenizer)
 
 DecodeBatch::~DecodeBatch() = default;
 
-int64_t DecodeBatch::sequences() const { return static_cast<int64_t>(state_->rows.size()); }
+int64_t DecodeBatch::sequences() const {
+  return static_cast<int64_t>(state_->rows.size()) + state_->waiting_rows;
+}
 
 int64_t DecodeBatch::requests() const { return static_cast<int64_t>(state_->requests.size()); }
 
@@ -259,29 +282,73 @@ at::Tensor PadLeft(const at::Tensor& t, int64_t dim, int64_t to) {
 }  // namespace
 
 Status DecodeBatch::Add(uint64_t id, GenerationRequest request) {
-  const auto& config = model_->config();
-  ALLOT_RETURN_IF_ERROR(
-      ValidateGenerationRequest(request, config, tokenizer_, "request " + std::to_string(id)));
-  if (state_->requests.count(id) > 0) {
+  ALLOT_RETURN_IF_ERROR(ValidateGenerationRequest(request, model_->config(), tokenizer_,
+                                                  "request " + std::to_string(id)));
+  State& st = *state_;
+  if (st.requests.count(id) > 0) {
     return InvalidArgument("request " + std::to_string(id) + " is already in the batch");
   }
-  State& st = *state_;
   auto req = std::make_unique<State::Request>();
   req->request = std::move(request);
   const int64_t n = req->request.params.n;
   req->running = n;
   req->result.samples.resize(static_cast<size_t>(n));
+  st.requests[id] = std::move(req);
+  st.waiting.push_back(id);
+  st.waiting_rows += n;
+  return Status::Ok();
+}
 
-  torch::NoGradGuard no_grad;
-  model_->eval();
+void DecodeBatch::PrefillWaiting() {
+  State& st = *state_;
+  // Groups in arrival order; each group leaves `waiting` once it is in the batch, so a failed
+  // forward pass leaves no request both prefilled and waiting.
+  while (!st.waiting.empty()) {
+    size_t take = 0;
+    int64_t rows = 0;
+    int64_t width = 0;
+    for (; take < st.waiting.size(); ++take) {
+      const GenerationRequest& r = st.requests.at(st.waiting[take])->request;
+      const int64_t n = r.params.n;
+      const int64_t w = std::max(width, static_cast<int64_t>(r.prompt.size()));
+      if (take > 0 && (rows + n) * w > kPrefillTokens) break;
+      rows += n;
+      width = w;
+    }
+    Prefill(std::vector<uint64_t>(st.waiting.begin(), st.waiting.begin() + take));
+    st.waiting.erase(st.waiting.begin(), st.waiting.begin() + take);
+    st.waiting_rows -= rows;
+  }
+}
+
+void DecodeBatch::Prefill(const std::vector<uint64_t>& ids) {
+  State& st = *state_;
+  const auto& config = model_->config();
   const at::Device dev = model_->device();
-  const auto& prompt = req->request.prompt;
-  const int64_t len = static_cast<int64_t>(prompt.size());
-  std::vector<int64_t> wide(prompt.begin(), prompt.end());
-  at::Tensor ids = torch::tensor(wide, torch::kLong).view({1, len}).expand({n, len}).to(dev);
-  at::Tensor mask = torch::ones({n, len}, torch::TensorOptions().dtype(torch::kLong).device(dev));
+  int64_t n = 0;
+  int64_t len = 0;
+  for (uint64_t id : ids) {
+    const GenerationRequest& r = st.requests.at(id)->request;
+    n += r.params.n;
+    len = std::max(len, static_cast<int64_t>(r.prompt.size()));
+  }
+  // Left-padded, as in Generator::Generate: the last column holds every row's last prompt token.
+  std::vector<int64_t> flat_ids(static_cast<size_t>(n * len), 0);
+  std::vector<int64_t> flat_mask(static_cast<size_t>(n * len), 0);
+  int64_t row = 0;
+  for (uint64_t id : ids) {
+    const GenerationRequest& r = st.requests.at(id)->request;
+    const auto p = static_cast<int64_t>(r.prompt.size());
+    for (int64_t s = 0; s < r.params.n; ++s, ++row) {
+      const int64_t start = row * len + len - p;
+      std::copy(r.prompt.begin(), r.prompt.end(), flat_ids.begin() + start);
+      std::fill(flat_mask.begin() + start, flat_mask.begin() + start + p, 1);
+    }
+  }
+  const at::Tensor ids_t = torch::tensor(flat_ids, torch::kLong).view({n, len}).to(dev);
+  const at::Tensor mask = torch::tensor(flat_mask, torch::kLong).view({n, len}).to(dev);
   KVCache cache(config.num_hidden_layers);
-  at::Tensor logits = model_->Logits(model_->Hidden(ids, mask, {}, &cache).select(1, len - 1));
+  at::Tensor logits = model_->Logits(model_->Hidden(ids_t, mask, {}, &cache).select(1, len - 1));
 
   if (st.rows.empty()) {
     st.cache = std::move(cache);
@@ -306,18 +373,25 @@ Status DecodeBatch::Add(uint64_t id, GenerationRequest request) {
     st.mask = torch::cat({PadLeft(st.mask, 1, width), PadLeft(mask, 1, width)}, 0);
     st.logits = torch::cat({st.logits, logits}, 0);
   }
-  for (int64_t s = 0; s < n; ++s) {
-    st.rows.push_back(std::make_unique<Live>(0, static_cast<size_t>(s), &req->request));
-    st.row_ids.push_back(id);
+  for (uint64_t id : ids) {
+    const GenerationRequest& r = st.requests.at(id)->request;
+    for (int64_t s = 0; s < r.params.n; ++s) {
+      st.rows.push_back(std::make_unique<Live>(0, static_cast<size_t>(s), &r));
+      st.row_ids.push_back(id);
+    }
   }
-  st.requests[id] = std::move(req);
-  return Status::Ok();
 }
 
 Status DecodeBatch::Cancel(uint64_t id) {
   State& st = *state_;
   if (st.requests.count(id) == 0) {
     return NotFound("request " + std::to_string(id) + " is not in the batch");
+  }
+  if (auto w = std::find(st.waiting.begin(), st.waiting.end(), id); w != st.waiting.end()) {
+    st.waiting_rows -= st.requests.at(id)->request.params.n;
+    st.waiting.erase(w);
+    st.requests.erase(id);
+    return Status::Ok();
   }
   std::vector<int64_t> keep;
   std::vector<std::unique_ptr<Live>> rows;
@@ -330,7 +404,7 @@ Status DecodeBatch::Cancel(uint64_t id) {
   }
   st.requests.erase(id);
   if (keep.empty()) {
-    Clear();
+    st.DropRows(model_->config().num_hidden_layers);
     return Status::Ok();
   }
   torch::NoGradGuard no_grad;
@@ -346,14 +420,20 @@ Status DecodeBatch::Cancel(uint64_t id) {
 Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::Step() {
   State& st = *state_;
   std::vector<std::pair<uint64_t, GenerationResult>> finished;
-  if (st.rows.empty()) return finished;
   torch::NoGradGuard no_grad;
+  if (!st.waiting.empty()) {
+    model_->eval();
+    PrefillWaiting();
+  }
+  if (st.rows.empty()) return finished;
   std::vector<int64_t> keep_rows;
   std::vector<int64_t> next;
+  std::vector<Live*> live;
+  for (const auto& row : st.rows) live.push_back(row.get());
+  const std::vector<SampledToken> tokens = SampleNext(live, st.logits);
   for (size_t row = 0; row < st.rows.size(); ++row) {
     Live& s = *st.rows[row];
-    ALLOT_ASSIGN_OR_RETURN(bool done,
-                           Advance(s, st.logits[static_cast<int64_t>(row)], eos_, tokenizer_));
+    ALLOT_ASSIGN_OR_RETURN(bool done, Advance(s, tokens[row], eos_, tokenizer_));
     if (!done) {
       keep_rows.push_back(static_cast<int64_t>(row));
       next.push_back(s.out.token_ids.back());

@@ -5,6 +5,15 @@
 #include <cmath>
 
 namespace allot::models {
+namespace {
+
+// Rows `rows` of `t`, without a copy when they are all of it.
+at::Tensor Rows(const at::Tensor& t, const std::vector<int64_t>& rows) {
+  if (static_cast<int64_t>(rows.size()) == t.size(0)) return t;
+  return t.index_select(0, torch::tensor(rows, torch::kLong).to(t.device()));
+}
+
+}  // namespace
 
 Sampler::Sampler(const SamplingParams& params, uint64_t stream) : params_(params) {
   if (params.seed.has_value()) {
@@ -64,6 +73,39 @@ SampledToken Sampler::Sample(const at::Tensor& logits_in) {
   }
   const int64_t token = truncate ? order[pick].item<int64_t>() : pick;
   return {static_cast<int32_t>(token), logp[token].item<float>()};
+}
+
+std::vector<SampledToken> SampleRows(const std::vector<Sampler*>& samplers,
+                                     const at::Tensor& logits) {
+  TORCH_CHECK(logits.dim() == 2 && logits.size(0) == static_cast<int64_t>(samplers.size()),
+              "SampleRows: logits must be [", samplers.size(), ", vocab], got ", logits.sizes());
+  std::vector<int64_t> greedy;
+  std::vector<int64_t> sampled;
+  for (size_t r = 0; r < samplers.size(); ++r) {
+    (samplers[r]->greedy() ? greedy : sampled).push_back(static_cast<int64_t>(r));
+  }
+  std::vector<SampledToken> out(samplers.size());
+  if (!greedy.empty()) {
+    // Sample()'s greedy branch, for all greedy rows at once.
+    at::Tensor g = Rows(logits, greedy).to(torch::kFloat);
+    at::Tensor best = g.argmax(-1);
+    at::Tensor lp = torch::log_softmax(g, -1).gather(1, best.unsqueeze(1)).squeeze(1);
+    best = best.to(torch::kCPU).contiguous();
+    lp = lp.to(torch::kCPU).contiguous();
+    const int64_t* b = best.data_ptr<int64_t>();
+    const float* l = lp.data_ptr<float>();
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      out[static_cast<size_t>(greedy[i])] = {static_cast<int32_t>(b[i]), l[i]};
+    }
+  }
+  if (!sampled.empty()) {
+    const at::Tensor cpu = Rows(logits, sampled).to(torch::kCPU, torch::kFloat).contiguous();
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      const auto r = static_cast<size_t>(sampled[i]);
+      out[r] = samplers[r]->Sample(cpu[static_cast<int64_t>(i)]);
+    }
+  }
+  return out;
 }
 
 }  // namespace allot::models

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "models/sampling_params.h"
 
@@ -29,9 +30,19 @@ class Sampler {
   // `logits`: float32 [vocab] for one sequence (any device).
   SampledToken Sample(const at::Tensor& logits);
 
+  bool greedy() const { return params_.temperature == 0.0; }
+
  private:
   SamplingParams params_;
   std::mt19937_64 rng_;
 };
+
+// One token per row of `logits` [rows, vocab] (any device), row r drawn by `samplers[r]`: the
+// same tokens and log-probs as samplers[r]->Sample(logits[r]). Greedy rows are decided together
+// on the logits' device and only their ids and log-probs are copied back; the other rows are
+// copied to the CPU in one transfer. On a GPU this replaces one vocabulary-sized copy (and its
+// synchronisation) per sequence and decode step with two per step.
+std::vector<SampledToken> SampleRows(const std::vector<Sampler*>& samplers,
+                                     const at::Tensor& logits);
 
 }  // namespace allot::models

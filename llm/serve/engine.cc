@@ -258,7 +258,7 @@ bool Engine::Admit(Queued& q, models::DecodeBatch& batch, uint64_t job_id,
     try {
       s = batch.Add(rid, slot.job.requests[i]);
     } catch (const std::exception& e) {
-      s = Internal(std::string("prefill failed: ") + e.what());
+      s = Internal(std::string("joining the batch failed: ") + e.what());
     }
     if (!s.ok()) {
       // Requests already added finish unseen: their owner entries point at no job.

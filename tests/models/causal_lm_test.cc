@@ -306,6 +306,39 @@ TEST(HfConfigTest, MalformedConfigsNameFileAndField) {
   EXPECT_EQ(round->ToJson(), ok->ToJson());
 }
 
+// The config.json transformers 5.x writes for Qwen2Config(hidden_size=896, ...) (the GPU
+// benchmark's model): "dtype" instead of "torch_dtype", RoPE under rope_parameters, null token
+// ids, and fields allot does not use (layer_types, sliding window).
+TEST(HfConfigTest, ReadsTheConfigTransformers5Writes) {
+  auto c = ParseTransformerConfig(R"({
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": null,
+    "dtype": "bfloat16", "eos_token_id": null, "hidden_act": "silu", "hidden_size": 896,
+    "initializer_range": 0.02, "intermediate_size": 4864,
+    "layer_types": ["full_attention", "full_attention"], "max_position_embeddings": 32768,
+    "max_window_layers": 28, "model_type": "qwen2", "num_attention_heads": 14,
+    "num_hidden_layers": 2, "num_key_value_heads": 2, "pad_token_id": null,
+    "rms_norm_eps": 1e-06, "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+    "sliding_window": null, "tie_word_embeddings": true, "transformers_version": "5.17.0",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})",
+                                  "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->torch_dtype, "bfloat16");
+  EXPECT_EQ(c->rope_theta, 1000000.0);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->num_key_value_heads, 2);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_TRUE(c->attention_bias);
+  EXPECT_TRUE(c->eos_token_ids.empty());
+  EXPECT_EQ(c->bos_token_id, -1);
+
+  auto bad = ParseTransformerConfig(
+      R"({"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
+          "num_hidden_layers": 1, "num_attention_heads": 4, "dtype": "int8"})",
+      "config.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("int8"), std::string::npos);
+}
+
 TEST(HfConfigTest, MissingConfigFileIsNotFoundWithPath) {
   auto c = LoadTransformerConfig("/nonexistent/model");
   ASSERT_FALSE(c.ok());

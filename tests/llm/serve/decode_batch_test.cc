@@ -81,6 +81,57 @@ TEST_F(DecodeBatchTest, LateJoinersMatchTheirSoloGeneration) {
   }
 }
 
+// Requests added between two steps are prefilled together, left-padded to the longest prompt;
+// each still gets what it would get alone, and a request cancelled before its prefill never
+// runs. The first three form one group; after a step, 4 and 5 join, and 5 (82 rows x 200
+// tokens, more than kPrefillTokens with 4's row) is prefilled as a group of its own.
+TEST_F(DecodeBatchTest, RequestsAddedTogetherArePrefilledTogetherAndMatchTheirSoloGeneration) {
+  std::vector<int32_t> long_prompt;
+  for (int t = 0; t < 200; ++t) long_prompt.push_back((t * 37) % 256);
+  const std::vector<GenerationRequest> requests = {
+      Request({72, 101, 108, 108, 111}, 7, 1, 0.0),
+      Request({1, 2}, 5, 2, 1.0),
+      Request({9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12}, 6, 1, 0.0),
+      Request({40, 41, 42}, 9, 1, 1.0),
+      Request({50, 51, 52, 53}, 4, 1, 0.0),
+      Request(long_prompt, 3, 82, 1.0),
+  };
+  ASSERT_GT(82 * 200 + 200, DecodeBatch::kPrefillTokens);
+  DecodeBatch batch(model_.get(), &tok_);
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(batch.Add(i, requests[i]).ok());
+  EXPECT_EQ(batch.sequences(), 5);  // waiting rows count before their prefill
+  ASSERT_TRUE(batch.Cancel(3).ok());
+  EXPECT_EQ(batch.sequences(), 4);
+  EXPECT_EQ(batch.requests(), 3);
+  std::map<uint64_t, GenerationResult> got;
+  for (int step = 0; step < 40 && got.size() < 5; ++step) {
+    if (step == 1) {
+      ASSERT_TRUE(batch.Add(4, requests[4]).ok());
+      ASSERT_TRUE(batch.Add(5, requests[5]).ok());
+    }
+    auto done = batch.Step();
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    for (auto& [id, r] : *done) got[id] = std::move(r);
+  }
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got.count(3), 0u);
+  EXPECT_TRUE(batch.empty());
+  Generator gen(model_.get(), &tok_);
+  for (uint64_t i : {0, 1, 2, 4, 5}) {
+    auto solo = gen.Generate({requests[i]});
+    ASSERT_TRUE(solo.ok());
+    ASSERT_EQ(got[i].samples.size(), (*solo)[0].samples.size());
+    for (size_t s = 0; s < got[i].samples.size(); ++s) {
+      const auto& a = got[i].samples[s];
+      const auto& b = (*solo)[0].samples[s];
+      EXPECT_EQ(a.token_ids, b.token_ids) << "request " << i << " sample " << s;
+      ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+      for (size_t t = 0; t < a.logprobs.size(); ++t)
+        EXPECT_NEAR(a.logprobs[t], b.logprobs[t], 1e-4);
+    }
+  }
+}
+
 TEST_F(DecodeBatchTest, InvalidRequestsAreRejectedBeforeJoining) {
   DecodeBatch batch(model_.get(), &tok_);
   EXPECT_FALSE(batch.Add(0, Request({}, 4, 1, 0.0)).ok());
