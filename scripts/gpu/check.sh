@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Everything issue 17 asks of a GPU machine, in one run, within a time budget: the CUDA build
+# (scripts/gpu/build.sh), the GPU tests (ctest -L gpu), parity with transformers, PEFT and
+# onnxruntime, the GRPO update against transformers + PEFT, and `allot serve` decoding against
+# transformers' generate. Each stage gets what is left of the budget and a failed stage does
+# not stop the next; OUT ends with one log per stage and summary.txt.
+#
+#   scripts/gpu/check.sh OUT [BUILD_DIR]          (BUILD_DIR default: build-gpu)
+#   BUDGET_S=540  STAGES="build tests parity grpo serve"
+#
+# Made beforehand on a Debian 12 machine with the CPU build: scripts/gpu/fetch_debs.sh (the
+# packages build.sh unpacks, in .gpu/debs) and bench/gpu/navigator_onnx_case.sh (the navigator's
+# ONNX case in .gpu/navigator: the CUDA build leaves ONNX export out).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${1:?usage: scripts/gpu/check.sh OUT [BUILD_DIR]}"
+BUILD="${2:-build-gpu}"
+BUDGET_S="${BUDGET_S:-540}"
+STAGES="${STAGES:-build tests parity grpo serve}"
+mkdir -p "$OUT"
+T0=$(date +%s)
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
+
+# stage NAME MAX_S CMD...: runs CMD under min(MAX_S, what is left - 10 s), logging to OUT/NAME.log.
+stage() {
+  local name=$1 max=$2
+  shift 2
+  [[ " $STAGES " == *" $name "* ]] || return 0
+  local t=$(($(left) - 10))
+  ((t > max)) && t=$max
+  if ((t < 20)); then
+    say "[$name] skipped: budget spent"
+    return 1
+  fi
+  local s0 rc
+  s0=$(date +%s)
+  timeout --kill-after=5 "$t" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  say "[$name] exit $rc after $(($(date +%s) - s0)) s (limit $t s)"
+  tail -n 25 "$OUT/$name.log" | sed "s/^/  $name| /" | tee -a "$SUMMARY"
+  return $rc
+}
+
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "peft", peft.__version__)'
+  g++ --version | head -n1
+  cmake --version | head -n1
+  grep PRETTY_NAME /etc/os-release
+  echo "cores $(nproc)"
+} 2>&1 | sed 's/^/machine| /' | tee -a "$SUMMARY"
+
+TARGETS=(allot_gpu_tests allot_grpo_bench allot_parity_dump allot_serve_bench)
+stage build 360 scripts/gpu/build.sh "$BUILD" "${TARGETS[@]}"
+# A target that failed to build fails its own stage; the others still run. Only allot's
+# programs get the build's library path (env.sh): the stages' Python keeps the machine's own.
+if [[ -f "$BUILD/env.sh" ]]; then
+  stage tests 60 bash -c "source '$BUILD/env.sh' && exec ctest --test-dir '$BUILD' -L gpu --output-on-failure --timeout 50"
+  stage parity 60 bench/gpu/parity.sh "$BUILD" "$OUT/parity"
+  # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
+  stage grpo 170 env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
+  stage serve 100 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
+fi
+say "total $(($(date +%s) - T0)) s"
