@@ -341,7 +341,10 @@ at::Tensor CausalLMImpl::Hidden(const at::Tensor& input_ids, const at::Tensor& a
     TORCH_CHECK(attention_mask.size(0) == b && attention_mask.size(1) == s,
                 "attention_mask must be [B, past + T] = [", b, ", ", s, "], got ",
                 attention_mask.sizes());
-    mask = attention_mask.to(dev).to(torch::kBool);
+    // A mask without padding adds nothing to the causal one; without it, LibTorch 2 runs the
+    // fused causal kernel instead of materialising [B, heads, T, T] scores (24 GiB for two
+    // 16k-token rows of Qwen2-1.5B).
+    if (!attention_mask.all().item<bool>()) mask = attention_mask.to(dev).to(torch::kBool);
   }
   at::Tensor pos;
   if (position_ids.defined()) {
