@@ -106,7 +106,7 @@ TEST(CudaCausalLmTest, LogProbsAndLoraGradientsMatchTheCpu) {
   auto cpu = LoadOn(dir, "cpu");
   auto gpu = LoadOn(dir, TestDevice());
   ASSERT_TRUE(cpu && gpu);
-  ASSERT_EQ(gpu->device(), at::Device(TestDevice()));
+  ASSERT_EQ(gpu->device().type(), at::Device(TestDevice()).type());
   auto [ids, mask] = LeftPadded(96, {40, 23, 31});
   for (bool packing : {true, false}) {
     cpu->set_packing(packing);
@@ -133,23 +133,28 @@ TEST(CudaCausalLmTest, LogProbsAndLoraGradientsMatchTheCpu) {
   }
 }
 
-TEST(CudaCausalLmTest, PackedAndPaddedBatchesAgreeOnTheGpuInBfloat16) {
+// Packed rows take LibTorch 2's fused causal attention, padded rows the explicit masked one.
+TEST(CudaCausalLmTest, PackedAndPaddedBatchesAgreeOnTheGpu) {
   SKIP_WITHOUT_GPU();
   const std::string dir =
-      models::testing::WriteTinyModel(models::testing::MakeTempDir("cuda_bf16"), TinyOptions());
-  auto m = CausalLMImpl::Load(dir, {.dtype = "bfloat16", .device = TestDevice()});
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+      models::testing::WriteTinyModel(models::testing::MakeTempDir("cuda_packed"), TinyOptions());
   auto [ids, mask] = LeftPadded(96, {64, 17, 50, 33});
   torch::NoGradGuard no_grad;
-  (*m)->set_packing(true);
-  at::Tensor packed = (*m)->TokenLogProbs(ids, mask);
-  (*m)->set_packing(false);
-  at::Tensor padded = (*m)->TokenLogProbs(ids, mask);
-  at::Tensor real = RealTargets(mask).to(packed.device());
-  EXPECT_TRUE(torch::isfinite(packed).all().item<bool>());
-  // bf16 rounding differs between the fused and the explicit attention; a wrong mask or
-  // position would move log-probs by whole units.
-  EXPECT_LT(MaxAbsDiff(packed * real, padded * real), 0.1);
+  auto run = [&](const std::string& dtype, bool packing) {
+    auto m = CausalLMImpl::Load(dir, {.dtype = dtype, .device = TestDevice()});
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    (*m)->set_packing(packing);
+    at::Tensor logp = (*m)->TokenLogProbs(ids, mask).to(torch::kCPU).to(torch::kFloat);
+    return logp * RealTargets(mask);
+  };
+  const at::Tensor packed32 = run("float32", true), padded32 = run("float32", false);
+  EXPECT_LT(MaxAbsDiff(packed32, padded32), 1e-4);
+  // In bf16 the two kernels round differently (bf16 log-probs of tens of nats move by tenths):
+  // the fused path may be no further from float32 than twice the explicit path's own error. A
+  // wrong mask or position would move it by whole units.
+  const at::Tensor packed16 = run("bfloat16", true), padded16 = run("bfloat16", false);
+  EXPECT_TRUE(torch::isfinite(packed16).all().item<bool>());
+  EXPECT_LE(MaxAbsDiff(packed16, padded32), 2.0 * MaxAbsDiff(padded16, padded32) + 1e-2);
 }
 
 // A GRPO batch like the learner builds from rollouts: groups of completions after a shared
@@ -190,6 +195,8 @@ TEST(CudaGrpoTest, OneUpdateOnTheGpuTakesTheCpuStep) {
   trainer::grpo::UpdateOptions options;
   options.lr = 1e-3;
   trainer::grpo::StepMetrics mc, mg;
+  std::vector<at::Tensor> before;
+  for (const at::Tensor& p : cpu->LoraParameters()) before.push_back(p.detach().clone());
   torch::optim::AdamW oc(cpu->LoraParameters(), torch::optim::AdamWOptions(1e-3));
   torch::optim::AdamW og(gpu->LoraParameters(), torch::optim::AdamWOptions(1e-3));
   ASSERT_TRUE(trainer::grpo::UpdatePolicy(*cpu, oc, batch, options, &mc).ok());
@@ -198,12 +205,21 @@ TEST(CudaGrpoTest, OneUpdateOnTheGpuTakesTheCpuStep) {
   EXPECT_NEAR(mg.loss, mc.loss, 1e-4 * (1.0 + std::abs(mc.loss)));
   EXPECT_NEAR(mg.grad_norm, mc.grad_norm, 1e-3 * mc.grad_norm);
   EXPECT_GT(mc.grad_norm, 0.0);
+  // Adam's first step moves every element by about lr whatever its gradient's size, so elements
+  // whose gradient is rounding noise may step either way on either device: the two steps must
+  // point the same way as a whole.
   auto pc = cpu->LoraParameters();
   auto pg = gpu->LoraParameters();
+  std::vector<at::Tensor> dc, dg;
   for (size_t i = 0; i < pc.size(); ++i) {
     ASSERT_EQ(pg[i].device(), gpu->device());
-    EXPECT_LT(MaxAbsDiff(pc[i], pg[i]), 1e-5) << "LoRA parameter " << i << " after the step";
+    dc.push_back((pc[i].detach() - before[i]).reshape({-1}).to(torch::kDouble));
+    dg.push_back((pg[i].detach().to(torch::kCPU) - before[i]).reshape({-1}).to(torch::kDouble));
   }
+  const at::Tensor a = torch::cat(dc), b = torch::cat(dg);
+  const double cosine = (a * b).sum().item<double>() / (a.norm() * b.norm()).item<double>();
+  EXPECT_GT(cosine, 0.99);
+  EXPECT_GT(a.norm().item<double>(), 0.0);
 }
 
 #ifdef ALLOT_WITH_CUDA
