@@ -42,6 +42,7 @@
 
 #ifdef ALLOT_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #include <algorithm>
@@ -105,13 +106,20 @@ double Median(std::vector<double> v) {
 
 // The caching allocator's peak of allocated bytes (tensors, not the cache it holds) since the
 // last reset; -1 where it cannot be read (CPU, or a build without ALLOT_WITH_CUDA).
+#ifdef ALLOT_WITH_CUDA
+// "cuda" names no index: the allocator's statistics are per device, so ask for the current one.
+c10::DeviceIndex IndexOf(const torch::Device& d) {
+  return d.has_index() ? d.index() : c10::cuda::current_device();
+}
+#endif
+
 void ResetGpuPeak([[maybe_unused]] const torch::Device& d) {
 #ifdef ALLOT_WITH_CUDA
   if (!d.is_cuda()) return;
 #if TORCH_VERSION_MAJOR >= 2
-  c10::cuda::CUDACachingAllocator::get()->resetPeakStats(d.index());
+  c10::cuda::CUDACachingAllocator::get()->resetPeakStats(IndexOf(d));
 #else
-  c10::cuda::CUDACachingAllocator::resetPeakStats(d.index());
+  c10::cuda::CUDACachingAllocator::resetPeakStats(IndexOf(d));
 #endif
 #endif
 }
@@ -122,11 +130,11 @@ int64_t GpuPeakBytes([[maybe_unused]] const torch::Device& d) {
     // Index 0 of each stat array is the aggregate over the small and large pools.
 #if TORCH_VERSION_MAJOR >= 2
     return c10::cuda::CUDACachingAllocator::get()
-        ->getDeviceStats(d.index())
+        ->getDeviceStats(IndexOf(d))
         .allocated_bytes[0]
         .peak;
 #else
-    return c10::cuda::CUDACachingAllocator::getDeviceStats(d.index()).allocated_bytes[0].peak;
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(IndexOf(d)).allocated_bytes[0].peak;
 #endif
   }
 #endif
