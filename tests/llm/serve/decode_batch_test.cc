@@ -35,6 +35,25 @@ class DecodeBatchTest : public ::testing::Test {
     return r;
   }
 
+  // `got` (the batch's result for request `id`) equals what `request` gives generated alone.
+  void ExpectSoloGeneration(uint64_t id, const GenerationResult& got,
+                            const GenerationRequest& request) {
+    Generator gen(model_.get(), &tok_);
+    auto solo = gen.Generate({request});
+    ASSERT_TRUE(solo.ok());
+    ASSERT_EQ(got.samples.size(), (*solo)[0].samples.size());
+    for (size_t s = 0; s < got.samples.size(); ++s) {
+      const auto& a = got.samples[s];
+      const auto& b = (*solo)[0].samples[s];
+      EXPECT_EQ(a.token_ids, b.token_ids) << "request " << id << " sample " << s;
+      ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+      for (size_t t = 0; t < a.logprobs.size(); ++t)
+        EXPECT_NEAR(a.logprobs[t], b.logprobs[t], 1e-4);
+      EXPECT_EQ(a.text, b.text);
+      EXPECT_EQ(a.finish_reason, "length");
+    }
+  }
+
   ByteTokenizer tok_;
   std::shared_ptr<CausalLMImpl> model_;
 };
@@ -63,22 +82,7 @@ TEST_F(DecodeBatchTest, LateJoinersMatchTheirSoloGeneration) {
   }
   ASSERT_EQ(got.size(), 3u);
   EXPECT_TRUE(batch.empty());
-  Generator gen(model_.get(), &tok_);
-  for (uint64_t i = 0; i < 3; ++i) {
-    auto solo = gen.Generate({requests[i]});
-    ASSERT_TRUE(solo.ok());
-    ASSERT_EQ(got[i].samples.size(), (*solo)[0].samples.size());
-    for (size_t s = 0; s < got[i].samples.size(); ++s) {
-      const auto& a = got[i].samples[s];
-      const auto& b = (*solo)[0].samples[s];
-      EXPECT_EQ(a.token_ids, b.token_ids) << "request " << i << " sample " << s;
-      ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
-      for (size_t t = 0; t < a.logprobs.size(); ++t)
-        EXPECT_NEAR(a.logprobs[t], b.logprobs[t], 1e-4);
-      EXPECT_EQ(a.text, b.text);
-      EXPECT_EQ(a.finish_reason, "length");
-    }
-  }
+  for (uint64_t i = 0; i < 3; ++i) ExpectSoloGeneration(i, got[i], requests[i]);
 }
 
 // Requests added between two steps are prefilled together, left-padded to the longest prompt;
@@ -116,20 +120,7 @@ TEST_F(DecodeBatchTest, RequestsAddedTogetherArePrefilledTogetherAndMatchTheirSo
   ASSERT_EQ(got.size(), 5u);
   EXPECT_EQ(got.count(3), 0u);
   EXPECT_TRUE(batch.empty());
-  Generator gen(model_.get(), &tok_);
-  for (uint64_t i : {0, 1, 2, 4, 5}) {
-    auto solo = gen.Generate({requests[i]});
-    ASSERT_TRUE(solo.ok());
-    ASSERT_EQ(got[i].samples.size(), (*solo)[0].samples.size());
-    for (size_t s = 0; s < got[i].samples.size(); ++s) {
-      const auto& a = got[i].samples[s];
-      const auto& b = (*solo)[0].samples[s];
-      EXPECT_EQ(a.token_ids, b.token_ids) << "request " << i << " sample " << s;
-      ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
-      for (size_t t = 0; t < a.logprobs.size(); ++t)
-        EXPECT_NEAR(a.logprobs[t], b.logprobs[t], 1e-4);
-    }
-  }
+  for (uint64_t i : {0, 1, 2, 4, 5}) ExpectSoloGeneration(i, got[i], requests[i]);
 }
 
 TEST_F(DecodeBatchTest, InvalidRequestsAreRejectedBeforeJoining) {
