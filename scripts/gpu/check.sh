@@ -3,10 +3,11 @@
 # (scripts/gpu/build.sh), the GPU tests (ctest -L gpu), parity with transformers, PEFT and
 # onnxruntime, the GRPO update against transformers + PEFT, and `allot serve` decoding against
 # transformers' generate. Each stage gets what is left of the budget and a failed stage does
-# not stop the next; OUT ends with one log per stage and summary.txt.
+# not stop the next; OUT ends with one log per stage, summary.txt and logs.tgz (every log and
+# JSON result, no checkpoints).
 #
 #   scripts/gpu/check.sh OUT [BUILD_DIR]          (BUILD_DIR default: build-gpu)
-#   BUDGET_S=540  STAGES="build tests parity grpo serve"
+#   BUDGET_S=540  STAGES="build tests backtrace parity grpo serve"  GRPO_CASES="agree a c b"
 #
 # Made beforehand on a Debian 12 machine with the CPU build: scripts/gpu/fetch_debs.sh (the
 # packages build.sh unpacks, in .gpu/debs) and bench/gpu/navigator_onnx_case.sh (the navigator's
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/../.."
 OUT="${1:?usage: scripts/gpu/check.sh OUT [BUILD_DIR]}"
 BUILD="${2:-build-gpu}"
 BUDGET_S="${BUDGET_S:-540}"
-STAGES="${STAGES:-build tests parity grpo serve}"
+STAGES="${STAGES:-build tests backtrace parity grpo serve}"
 mkdir -p "$OUT"
 T0=$(date +%s)
 SUMMARY="$OUT/summary.txt"
@@ -59,10 +60,21 @@ stage build 360 scripts/gpu/build.sh "$BUILD" "${TARGETS[@]}"
 # A target that failed to build fails its own stage; the others still run. Only allot's
 # programs get the build's library path (env.sh): the stages' Python keeps the machine's own.
 if [[ -f "$BUILD/env.sh" ]]; then
-  stage tests 60 bash -c "source '$BUILD/env.sh' && exec ctest --test-dir '$BUILD' -L gpu --output-on-failure --timeout 50"
+  if ! stage tests 60 bash -c "source '$BUILD/env.sh' && exec ctest --test-dir '$BUILD' -L gpu --output-on-failure --timeout 50" &&
+    command -v cuda-gdb >/dev/null; then
+    # A backtrace of the first test that ctest saw fail (a crash at exit shows only there).
+    first=$(sed -n 's/^.*Test *#[0-9]*: \([A-Za-z0-9_.]*\) .*\*\*\*.*/\1/p' "$OUT/tests.log" | head -n1)
+    [[ -n "$first" ]] && stage backtrace 60 bash -c "source '$BUILD/env.sh' && exec cuda-gdb -batch \
+      -ex run -ex bt --args '$BUILD/tests/gpu/allot_gpu_tests' --gtest_filter='$first'"
+  fi
   stage parity 60 bench/gpu/parity.sh "$BUILD" "$OUT/parity"
   # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
   stage grpo 170 env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
   stage serve 100 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
 fi
 say "total $(($(date +%s) - T0)) s"
+# Every log and JSON result in one small archive, without the checkpoints the stages wrote, for
+# copying off the machine.
+(cd "$OUT" && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' \
+  -o -name '*.txt' -o -name '*.stderr' \) -size -4M -print0 |
+  tar czf logs.tgz --null -T -) || say "could not write $OUT/logs.tgz"
