@@ -1,5 +1,7 @@
 #include "llm/serve/server.h"
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 
 #include <atomic>
@@ -128,6 +130,10 @@ void Server::Route() {
   h.set_read_timeout(60);
   h.set_write_timeout(60);
   h.set_keep_alive_timeout(30);
+  h.set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;  // the last socket offered is the one that binds
+  });
 
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (config_.api_key.empty() || req.path == "/health") {
@@ -255,6 +261,13 @@ Result<int> Server::Bind() {
                          " (in use, or not a local address)");
     }
     port_ = config_.port;
+  }
+  // libcpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian
+  // built it): a burst of a few hundred connections overflowed the accept queue, and the
+  // clients it dropped read no reply (4 of 256 on a CPU, 5 of 256 on an H100). Listening again
+  // on the bound socket raises the backlog.
+  if (listen_fd_ >= 0 && ::listen(listen_fd_, SOMAXCONN) != 0) {
+    return Unavailable("cannot listen on " + config_.host + ":" + std::to_string(port_));
   }
   return port_;
 }

@@ -72,6 +72,7 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the socket httplib binds (recorded by its socket-options hook)
 };
 
 // Splits "NAME=DIR"; InvalidArgument naming `spec` otherwise.
