@@ -37,9 +37,6 @@ OUT="${2:?usage: grpo_bench_gpu.sh BUILD OUT}"
 [[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
 PY="${PYTHON:-python3}"
 RUNS="${RUNS:-3}"
-# scripts/gpu/build.sh's library path (its env.sh) for allot's programs only: Python's torch
-# and transformers keep the machine's own libraries.
-ALLOT_LD="$(if [[ -f "$BUILD/env.sh" ]]; then source "$BUILD/env.sh"; fi; echo "${LD_LIBRARY_PATH:-}")"
 CASES="${CASES:-agree a b c}"
 DEVICE="${DEVICE:-cuda}"  # cpu: a dry run of the script's plumbing
 BENCH="$BUILD/bench/trainer/allot_grpo_bench"
@@ -74,7 +71,7 @@ run_case() {
   fi
   stage "$name: allot $*"
   if [[ -x "$BENCH" ]]; then
-    timeout 180 env LD_LIBRARY_PATH="$ALLOT_LD" "$BENCH" --device "$DEVICE" --dtype bfloat16 --lora-targets all-linear --threads 8 \
+    timeout 180 "$ROOT/scripts/gpu/with_env.sh" "$BUILD" "$BENCH" --device "$DEVICE" --dtype bfloat16 --lora-targets all-linear --threads 8 \
       "${runs[@]}" "$@" "${write[@]}" >"$OUT/${name}_allot.json" 2>"$OUT/${name}_allot.stderr" ||
       ok=1
   else

@@ -20,14 +20,7 @@ NAV="${3:-$ROOT/.gpu/navigator}"
 PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
 DUMP="$BUILD/bench/gpu/allot_parity_dump"
-# scripts/gpu/build.sh leaves the library path of what it built in env.sh; only allot's program
-# gets it, so that Python's torch and onnxruntime keep their own libraries.
-dump() {
-  (
-    if [[ -f "$BUILD/env.sh" ]]; then source "$BUILD/env.sh"; fi
-    exec "$DUMP" "$@"
-  )
-}
+dump() { "$ROOT/scripts/gpu/with_env.sh" "$BUILD" "$DUMP" "$@"; }
 start=$(date +%s.%N)
 
 dirs=()

@@ -45,9 +45,6 @@ else
   MODEL="$TMP/qwen2-0.5b-random"
 fi
 status=0
-# scripts/gpu/build.sh's library path (its env.sh) for allot's programs only: Python's torch
-# and transformers keep the machine's own libraries.
-ALLOT_LD="$(if [[ -f "$BUILD/env.sh" ]]; then source "$BUILD/env.sh"; fi; echo "${LD_LIBRARY_PATH:-}")"
 stage() { echo "== $* ($(date +%T))" >&2; }
 
 stage "writing the model to $MODEL"
@@ -57,7 +54,7 @@ timeout "$WRITE_S" "$PY" "$ROOT/bench/gpu/hf_generate.py" --write "$MODEL" | tee
 stage "allot serve"
 BENCH="$BUILD/bench/llm/allot_serve_bench"
 if [[ -x "$BENCH" && -f "$MODEL/config.json" ]]; then
-  timeout "$ALLOT_S" env LD_LIBRARY_PATH="$ALLOT_LD" "$BENCH" --model-dir "$MODEL" --device "$DEVICE" --dtype "$DTYPE" --clients "$BATCHES" \
+  timeout "$ALLOT_S" "$ROOT/scripts/gpu/with_env.sh" "$BUILD" "$BENCH" --model-dir "$MODEL" --device "$DEVICE" --dtype "$DTYPE" --clients "$BATCHES" \
     --requests 1 --max-tokens "$NEW_TOKENS" --prompt-len "$PROMPT_LEN" --temperature 0 \
     2>"$OUT/allot_serve.stderr" | tee "$OUT/allot_serve.txt" || status=1
   tail -5 "$OUT/allot_serve.stderr" >&2

@@ -58,14 +58,15 @@ stage() {
 TARGETS=(allot_gpu_tests allot_grpo_bench allot_parity_dump allot_serve_bench)
 stage build 360 scripts/gpu/build.sh "$BUILD" "${TARGETS[@]}"
 # A target that failed to build fails its own stage; the others still run. Only allot's
-# programs get the build's library path (env.sh): the stages' Python keeps the machine's own.
+# programs get the build's library path (scripts/gpu/with_env.sh): Python keeps the machine's.
 if [[ -f "$BUILD/env.sh" ]]; then
-  if ! stage tests 60 bash -c "source '$BUILD/env.sh' && exec ctest --test-dir '$BUILD' -L gpu --output-on-failure --timeout 50" &&
+  if ! stage tests 60 scripts/gpu/with_env.sh "$BUILD" ctest --test-dir "$BUILD" -L gpu \
+    --output-on-failure --timeout 50 &&
     command -v cuda-gdb >/dev/null; then
     # A backtrace of the first test that ctest saw fail (a crash at exit shows only there).
     first=$(sed -n 's/^.*Test *#[0-9]*: \([A-Za-z0-9_.]*\) .*\*\*\*.*/\1/p' "$OUT/tests.log" | head -n1)
-    [[ -n "$first" ]] && stage backtrace 60 bash -c "source '$BUILD/env.sh' && exec cuda-gdb -batch \
-      -ex run -ex bt --args '$BUILD/tests/gpu/allot_gpu_tests' --gtest_filter='$first'"
+    [[ -n "$first" ]] && stage backtrace 60 scripts/gpu/with_env.sh "$BUILD" cuda-gdb -batch \
+      -ex run -ex bt --args "$BUILD/tests/gpu/allot_gpu_tests" --gtest_filter="$first"
   fi
   stage parity 60 bench/gpu/parity.sh "$BUILD" "$OUT/parity"
   # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
