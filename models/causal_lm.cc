@@ -208,19 +208,29 @@ class AttentionImpl : public torch::nn::Module {
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
     if (segments != nullptr) {
       // Block-diagonal causal attention at the cost of the blocks: one product per segment.
+      // split (one backward for all segments) rather than a narrow per segment, whose backward
+      // would write each segment's gradient into a zero tensor of the whole stream; the mask
+      // is an additive bias (0 or the lowest float) that the scores' product adds as it scales,
+      // which gives the same floats as scaling and filling and has no backward of its own.
+      const at::Tensor bias =
+          torch::zeros(allowed.sizes(), allowed.options().dtype(torch::kFloat))
+              .masked_fill_(allowed.logical_not(), std::numeric_limits<float>::lowest());
+      const std::vector<at::Tensor> qs = q.squeeze(0).split_with_sizes(*segments, 1);
+      const std::vector<at::Tensor> ks = k.squeeze(0).split_with_sizes(*segments, 1);
+      const std::vector<at::Tensor> vs = v.squeeze(0).split_with_sizes(*segments, 1);
       std::vector<at::Tensor> outs;
-      int64_t off = 0;
-      for (const int64_t n : *segments) {
+      for (size_t i = 0; i < qs.size(); ++i) {
+        const int64_t n = (*segments)[i];
+        const at::Tensor block_bias = bias.narrow(0, 0, n).narrow(1, 0, n);
         at::Tensor sc =
-            (torch::matmul(q.narrow(2, off, n), k.narrow(2, off, n).transpose(2, 3)) * scale)
-                .to(torch::kFloat);
-        sc = sc.masked_fill(allowed.narrow(0, 0, n).narrow(1, 0, n).logical_not(),
-                            std::numeric_limits<float>::lowest());
+            q.scalar_type() == torch::kFloat
+                ? at::baddbmm(block_bias, qs[i], ks[i].transpose(1, 2), /*beta=*/1, scale)
+                : (torch::matmul(qs[i], ks[i].transpose(1, 2)) * scale).to(torch::kFloat) +
+                      block_bias;
         at::Tensor p = torch::softmax(sc, -1).to(q.scalar_type());
-        outs.push_back(torch::matmul(p, v.narrow(2, off, n)));
-        off += n;
+        outs.push_back(torch::matmul(p, vs[i]));
       }
-      return o_proj(torch::cat(outs, 2).transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+      return o_proj(torch::cat(outs, 1).transpose(0, 1).reshape({b, t, heads_ * head_dim_}));
     }
     at::Tensor scores = (torch::matmul(q, k.transpose(2, 3)) * scale).to(torch::kFloat);
     if (allowed.defined()) {
