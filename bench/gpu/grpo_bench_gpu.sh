@@ -25,6 +25,10 @@
 # anchor's model (prime-rl: about 6.2k tokens/s at 21.7% MFU, LoRA r 16, 16k sequences, one H100),
 # is not run: allot supports Qwen2 and Llama, not Qwen3.
 #
+# PROFILE=1: each side profiles one more update after its timed ones (allot_grpo_bench --profile,
+# grpo_hf.py --profile); bench/gpu/trace_summary.py writes where the GPU time went to
+# OUT/<case>_profile.txt (the traces themselves stay in OUT as <case>_{allot,hf}.trace.json).
+#
 # Both processes get PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (unless set), which LibTorch
 # reads as PyTorch does. Output: OUT/<case>_{allot,hf}.json (one JSON object each), their stderr
 # logs, OUT/grpo_vs_hf.json and the table on stdout. A failure is reported and the next case runs;
@@ -39,6 +43,7 @@ PY="${PYTHON:-python3}"
 RUNS="${RUNS:-3}"
 CASES="${CASES:-agree a b c}"
 DEVICE="${DEVICE:-cuda}"  # cpu: a dry run of the script's plumbing
+PROFILE="${PROFILE:-0}"
 BENCH="$BUILD/bench/trainer/allot_grpo_bench"
 export PYTORCH_CUDA_ALLOC_CONF="${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}"
 mkdir -p "$OUT"
@@ -64,15 +69,18 @@ run_case() {
   local name="$1" ok=0 file
   shift
   file="$TMP/$name.safetensors"
-  local write=(--write-batch "$file") runs=(--runs "$RUNS")
+  local write=(--write-batch "$file") runs=(--runs "$RUNS") prof_a=() prof_h=()
   if [[ "$name" == agree ]]; then
     write=(--write "$file")
     runs=(--runs 1)
+  elif [[ "$PROFILE" == 1 ]]; then
+    prof_a=(--profile "$OUT/${name}_allot.trace.json")
+    prof_h=(--profile "$OUT/${name}_hf.trace.json")
   fi
   stage "$name: allot $*"
   if [[ -x "$BENCH" ]]; then
     timeout 180 "$ROOT/scripts/gpu/with_env.sh" "$BUILD" "$BENCH" --device "$DEVICE" --dtype bfloat16 --lora-targets all-linear --threads 8 \
-      "${runs[@]}" "$@" "${write[@]}" >"$OUT/${name}_allot.json" 2>"$OUT/${name}_allot.stderr" ||
+      "${runs[@]}" "$@" "${write[@]}" "${prof_a[@]}" >"$OUT/${name}_allot.json" 2>"$OUT/${name}_allot.stderr" ||
       ok=1
   else
     echo "{\"side\": \"allot\", \"error\": \"missing $BENCH\"}" >"$OUT/${name}_allot.json"
@@ -83,7 +91,7 @@ run_case() {
   stage "$name: transformers + PEFT"
   if [[ -f "$file" ]]; then
     timeout 180 "$PY" "$ROOT/bench/gpu/grpo_hf.py" --read "$file" --device "$DEVICE" "${runs[@]}" \
-      >"$OUT/${name}_hf.json" 2>"$OUT/${name}_hf.stderr" || ok=1
+      "${prof_h[@]}" >"$OUT/${name}_hf.json" 2>"$OUT/${name}_hf.stderr" || ok=1
     tail -3 "$OUT/${name}_hf.stderr" >&2
   else
     echo '{"side": "hf", "error": "allot wrote no batch"}' >"$OUT/${name}_hf.json"
@@ -91,6 +99,14 @@ run_case() {
   fi
   cat "$OUT/${name}_hf.json"
   rm -f "$file"
+  if ((${#prof_a[@]})); then
+    for side in allot hf; do
+      [[ -f "$OUT/${name}_$side.trace.json" ]] &&
+        "$PY" "$ROOT/bench/gpu/trace_summary.py" "$OUT/${name}_$side.trace.json" \
+          --label "$name $side"
+    done >"$OUT/${name}_profile.txt" 2>&1
+    cat "$OUT/${name}_profile.txt" >&2
+  fi
   return "$ok"
 }
 

@@ -1,6 +1,7 @@
 """transformers + PEFT side of the GRPO update benchmark on a GPU (bench/gpu/grpo_bench_gpu.sh).
 
   python3 bench/gpu/grpo_hf.py --read FILE [--runs 3] [--device cuda] [--peak-tflops 989.4]
+                               [--profile TRACE.json]
 
 FILE is what `allot_grpo_bench --write-batch` stored (the batch, and the model's shape, LoRA
 targets, dtype and gradient-checkpointing setting in the safetensors metadata) or what `--write`
@@ -166,6 +167,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--peak-tflops", type=float, default=989.4)
+    ap.add_argument("--profile", help="write a Chrome trace of one more update here")
     args = ap.parse_args()
     out = {"side": "hf", "torch_version": torch.__version__}
     try:
@@ -217,16 +219,20 @@ def main():
         sync()
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
-        wall = []
-        for run in range(args.runs + 1):  # run 0: the warm-up and the agreement figures
-            sync()
-            t0 = time.perf_counter()
+        def update():
             opt.zero_grad(set_to_none=True)
             logp = token_logps(model, ids, amask, pos, keep)
             loss = grpo_loss(logp, logp.detach(), ro, ad, lm)
             loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(lora_params, 1.0)
             opt.step()
+            return logp, loss, gn
+
+        wall = []
+        for run in range(args.runs + 1):  # run 0: the warm-up and the agreement figures
+            sync()
+            t0 = time.perf_counter()
+            logp, loss, gn = update()
             sync()
             if run == 0:
                 out.update(loss=float(loss), grad_norm=float(gn),
@@ -240,6 +246,18 @@ def main():
         emit(out)
         traceback.print_exc(file=sys.stderr)
         return 1
+    if args.profile:
+        try:  # one more update under torch.profiler, after the timed ones
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+            with profile(activities=activities) as prof:
+                update()
+                sync()
+            prof.export_chrome_trace(args.profile)
+        except Exception:  # noqa: BLE001 - the timings stand without the trace
+            print("# hf: no profile:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
     med = statistics.median(wall)
     peak_bytes = torch.cuda.max_memory_allocated(dev) if cuda else -1
     peak = args.peak_tflops * 1e12

@@ -9,7 +9,7 @@
 //                    [--model tiny|qwen2-0.5b|qwen2-1.5b] [--lora-targets all-linear|q,k,v,o]
 //                    [--batch B] [--group G] [--prompt-len P] [--completion-min C0]
 //                    [--completion-max C1] [--grad-checkpointing 0|1] [--chunk-tokens N]
-//                    [--peak-tflops F]
+//                    [--peak-tflops F] [--profile TRACE.json]
 //
 // The model (random weights, N(0, 0.02) as transformers initialises them), the adapter (lora_B
 // drawn non-zero, so the adapter matters) and a variable-length batch are built from --seed.
@@ -23,6 +23,9 @@
 // written weights), then per-update medians of wall (and on CPU process CPU) seconds, real
 // (non-pad) tokens/s, model FLOPs utilisation and peak memory (CPU: the resident-set high-water
 // mark; CUDA: the caching allocator's peak of allocated bytes from just before the warm-up).
+//
+// --profile: one more update after the timed ones, under LibTorch's Kineto profiler (CPU
+// operators, and GPU kernels on CUDA), written as a Chrome trace (bench/gpu/trace_summary.py).
 //
 // MFU = model FLOPs of the update / median wall seconds / --peak-tflops (default: H100 SXM dense
 // BF16, 989.4). Model FLOPs are summed per sequence of L real tokens, with N the weights of the
@@ -59,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/trainer/kineto_trace.h"
 #include "models/causal_lm.h"
 #include "models/weights_io.h"
 #include "trainer/grpo/policy_update.h"
@@ -69,6 +73,7 @@ namespace {
 struct Args {
   std::string write;
   std::string write_batch;
+  std::string profile;
   int threads = 1;
   int runs = 5;
   int packing = 1;
@@ -315,6 +320,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
       {"--grad-checkpointing", [&](const std::string& v) { a.grad_checkpointing = std::stoi(v); }},
       {"--chunk-tokens", [&](const std::string& v) { a.chunk_tokens = std::stoll(v); }},
       {"--peak-tflops", [&](const std::string& v) { a.peak_tflops = std::stod(v); }},
+      {"--profile", [&](const std::string& v) { a.profile = v; }},
   };
   for (int i = 1; i < argc; i += 2) {
     const std::string k = argv[i];
@@ -441,6 +447,12 @@ Status Run(const Args& a) {
       wall.push_back(w1);
       cpu.push_back(c1 - c0);
     }
+  }
+  if (!a.profile.empty()) {
+    trainer::grpo::StepMetrics m;
+    ALLOT_RETURN_IF_ERROR(WriteKinetoTrace(a.profile, device.is_cuda(), [&] {
+      return trainer::grpo::UpdatePolicy(*model, optimizer, batch, options, &m);
+    }));
   }
   const double tokens = static_cast<double>(batch.total_tokens);
   const int64_t padded_slots = batch.input_ids.numel();
