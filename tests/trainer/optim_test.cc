@@ -1,5 +1,5 @@
-// trainer/optim: schedules against hand computation, clipping, token-weighted accumulation and
-// the AdamW state round trip.
+// trainer/optim: schedules against hand computation, clipping, token-weighted accumulation, the
+// AdamW state round trip and the multi-tensor AdamW step against LibTorch's step().
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -9,7 +9,9 @@
 #include "trainer/optim/grad_accumulation.h"
 #include "trainer/optim/grad_clip.h"
 #include "trainer/optim/lr_schedule.h"
+#include "trainer/optim/multi_tensor_adamw.h"
 #include "trainer/optim/optimizer_state.h"
+#include "trainer/optim/optimizer_state_key.h"
 
 namespace allot::trainer {
 namespace {
@@ -108,6 +110,25 @@ TEST(GradClipTest, ScalesToMaxNormAndReturnsTheNorm) {
   EXPECT_NEAR(ClipGradNorm({a, b}, 0.0), 6.5, 1e-5);
 }
 
+TEST(GradClipTest, ScalesEveryGradientExactlyByOneFactor) {
+  torch::manual_seed(5);
+  std::vector<at::Tensor> params;
+  std::vector<at::Tensor> before;
+  for (int64_t n : {7, 3, 5}) {
+    params.push_back(torch::zeros({n}, torch::requires_grad()));
+    params.back().mutable_grad() = torch::randn({n}) * 10;
+    before.push_back(params.back().grad().clone());
+  }
+  params.push_back(torch::zeros({2}, torch::requires_grad()));  // no gradient: skipped
+  const double norm = ClipGradNorm(params, 1.0);
+  ASSERT_GT(norm, 1.0);
+  const double scale = 1.0 / (norm + 1e-6);
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_TRUE(torch::equal(params[i].grad(), before[i].mul(scale))) << i;
+  }
+  EXPECT_FALSE(params[3].grad().defined());
+}
+
 // Per-token squared error of a linear model over sequences of different lengths.
 struct TokenBatch {
   at::Tensor x;  // [tokens, 4]
@@ -159,15 +180,20 @@ std::unique_ptr<torch::optim::AdamW> Adam(const OptimConfig& c, torch::nn::Linea
   return std::move(opt).value();
 }
 
+// multi_tensor: StepAdamW instead of opt.step().
 void TakeSteps(torch::nn::Linear& lin, torch::optim::AdamW& opt, const LrSchedule& sched,
-               int64_t from, int64_t n) {
+               int64_t from, int64_t n, bool multi_tensor = false) {
   for (int64_t s = from; s < from + n; ++s) {
     torch::manual_seed(100 + s);  // the same data at the same step in every run
     auto x = torch::randn({5, 3});
     opt.zero_grad();
     lin->forward(x).pow(2).mean().backward();
     sched.Apply(opt, s);
-    opt.step();
+    if (multi_tensor) {
+      StepAdamW(opt);
+    } else {
+      opt.step();
+    }
   }
 }
 
@@ -213,6 +239,155 @@ TEST(OptimizerStateTest, RestoreContinuesBitForBit) {
   EXPECT_TRUE(torch::equal(straight->weight, resumed->weight));
   EXPECT_TRUE(torch::equal(straight->bias, resumed->bias));
   EXPECT_FALSE(torch::equal(straight->weight, fresh->weight));
+}
+
+// Five parameters in two groups: {w1, w2, late} with weight decay and lr 0.05, {b1, b2} without
+// and lr 0.02. `late` has no gradient in steps 0 and 3, so its step count lags the others (two
+// step-count buckets in its group from step 1 on).
+struct AdamWFixture {
+  std::vector<at::Tensor> params;  // w1, w2, late, b1, b2
+  std::unique_ptr<torch::optim::AdamW> opt;
+};
+
+AdamWFixture MakeAdamWFixture(bool amsgrad = false) {
+  torch::manual_seed(11);
+  AdamWFixture f;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{4, 3}, {2, 4}, {3}, {4}, {2}}) {
+    f.params.push_back(torch::randn(shape).requires_grad_());
+  }
+  auto decay = torch::optim::AdamWOptions(0.05).weight_decay(0.01).amsgrad(amsgrad);
+  auto plain = torch::optim::AdamWOptions(0.02).weight_decay(0.0).amsgrad(amsgrad);
+  plain.betas(std::make_tuple(0.8, 0.99)).eps(1e-6);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{f.params[0], f.params[1], f.params[2]},
+                      std::make_unique<torch::optim::AdamWOptions>(decay));
+  groups.emplace_back(std::vector<at::Tensor>{f.params[3], f.params[4]},
+                      std::make_unique<torch::optim::AdamWOptions>(plain));
+  f.opt = std::make_unique<torch::optim::AdamW>(std::move(groups), decay);
+  return f;
+}
+
+// Gradients for step s (the same in every run, of mixed scale), a schedule that changes the
+// groups' lr each step, then one update.
+void AdamWStep(AdamWFixture& f, int64_t s, bool multi_tensor) {
+  torch::manual_seed(200 + s);
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    f.params[i].mutable_grad() = torch::randn(f.params[i].sizes()) * std::pow(10.0, i % 3 - 1.0);
+  }
+  if (s == 0 || s == 3) f.params[2].mutable_grad() = at::Tensor();  // `late`: no gradient
+  auto& groups = f.opt->param_groups();
+  static_cast<torch::optim::AdamWOptions&>(groups[0].options()).lr(0.05 / (1 + s));
+  static_cast<torch::optim::AdamWOptions&>(groups[1].options()).lr(0.02 * (1 + 0.5 * s));
+  if (multi_tensor) {
+    StepAdamW(*f.opt);
+  } else {
+    f.opt->step();
+  }
+}
+
+// Every parameter and every state tensor bit for bit, and the step counts.
+void ExpectSameAdamW(const AdamWFixture& a, const AdamWFixture& b) {
+  ASSERT_EQ(a.opt->state().size(), b.opt->state().size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    SCOPED_TRACE("param " + std::to_string(i));
+    EXPECT_TRUE(torch::equal(a.params[i], b.params[i]));
+    auto ia = a.opt->state().find(StateKey(a.params[i]));
+    auto ib = b.opt->state().find(StateKey(b.params[i]));
+    ASSERT_EQ(ia == a.opt->state().end(), ib == b.opt->state().end());
+    if (ia == a.opt->state().end()) continue;
+    const auto& sa = static_cast<const torch::optim::AdamWParamState&>(*ia->second);
+    const auto& sb = static_cast<const torch::optim::AdamWParamState&>(*ib->second);
+    EXPECT_EQ(sa.step(), sb.step());
+    EXPECT_TRUE(torch::equal(sa.exp_avg(), sb.exp_avg()));
+    EXPECT_TRUE(torch::equal(sa.exp_avg_sq(), sb.exp_avg_sq()));
+    EXPECT_EQ(sa.max_exp_avg_sq().defined(), sb.max_exp_avg_sq().defined());
+    if (sa.max_exp_avg_sq().defined()) {
+      EXPECT_TRUE(torch::equal(sa.max_exp_avg_sq(), sb.max_exp_avg_sq()));
+    }
+  }
+}
+
+const torch::optim::AdamWParamState& StateOf(const AdamWFixture& f, size_t i) {
+  return static_cast<const torch::optim::AdamWParamState&>(
+      *f.opt->state().at(StateKey(f.params[i])));
+}
+
+TEST(MultiTensorAdamWTest, BitIdenticalToStep) {
+  AdamWFixture ref = MakeAdamWFixture();
+  AdamWFixture multi = MakeAdamWFixture();
+  ExpectSameAdamW(ref, multi);
+  for (int64_t s = 0; s < 6; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    AdamWStep(ref, s, false);
+    AdamWStep(multi, s, true);
+    ExpectSameAdamW(ref, multi);
+    // `late` has no state until its first gradient, then lags by one and later two steps.
+    EXPECT_EQ(multi.opt->state().size(), s == 0 ? 4u : 5u);
+  }
+  EXPECT_EQ(StateOf(multi, 0).step(), 6);
+  EXPECT_EQ(StateOf(multi, 2).step(), 4);
+  EXPECT_EQ(StateOf(multi, 4).step(), 6);
+  // The parameters moved (a step that did nothing would also be "identical").
+  AdamWFixture start = MakeAdamWFixture();
+  for (size_t i = 0; i < start.params.size(); ++i) {
+    EXPECT_FALSE(torch::equal(start.params[i], multi.params[i])) << i;
+  }
+}
+
+TEST(MultiTensorAdamWTest, AmsgradFallsBackToStep) {
+  AdamWFixture ref = MakeAdamWFixture(/*amsgrad=*/true);
+  AdamWFixture multi = MakeAdamWFixture(/*amsgrad=*/true);
+  for (int64_t s = 0; s < 3; ++s) {
+    AdamWStep(ref, s, false);
+    AdamWStep(multi, s, true);
+  }
+  ExpectSameAdamW(ref, multi);
+  EXPECT_TRUE(StateOf(multi, 0).max_exp_avg_sq().defined());
+}
+
+// A state saved after StepAdamW and restored into a fresh optimizer continues as the original.
+TEST(MultiTensorAdamWTest, RestoredStateContinuesBitForBit) {
+  OptimConfig c;
+  c.lr = 0.05;
+  c.weight_decay = 0.01;
+  c.schedule = "cosine";
+  c.warmup_steps = 1;
+  LrSchedule sched = *LrSchedule::Create(c, 8);
+
+  torch::manual_seed(7);
+  torch::nn::Linear straight(3, 2);
+  auto copy = [&](torch::nn::Linear& to) {
+    torch::NoGradGuard g;
+    to->weight.copy_(straight->weight);
+    to->bias.copy_(straight->bias);
+  };
+  torch::nn::Linear by_step(3, 2);  // the same run with LibTorch's step() throughout
+  copy(by_step);
+  auto opt = Adam(c, straight);
+  auto opt_by_step = Adam(c, by_step);
+  TakeSteps(straight, *opt, sched, 0, 3, /*multi_tensor=*/true);
+  TakeSteps(by_step, *opt_by_step, sched, 0, 3);
+  auto bytes = SerializeAdamWState(*opt, 3);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(*bytes, *SerializeAdamWState(*opt_by_step, 3));
+
+  torch::nn::Linear resumed(3, 2);
+  copy(resumed);
+  auto opt2 = Adam(c, resumed);
+  auto step = RestoreAdamWState(*opt2, *bytes, "optimizer.safetensors");
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  EXPECT_EQ(*step, 3);
+
+  TakeSteps(straight, *opt, sched, 3, 4, /*multi_tensor=*/true);
+  TakeSteps(resumed, *opt2, sched, 3, 4, /*multi_tensor=*/true);
+  TakeSteps(by_step, *opt_by_step, sched, 3, 4);
+  EXPECT_TRUE(torch::equal(straight->weight, resumed->weight));
+  EXPECT_TRUE(torch::equal(straight->bias, resumed->bias));
+  EXPECT_TRUE(torch::equal(straight->weight, by_step->weight));
+  EXPECT_TRUE(torch::equal(straight->bias, by_step->bias));
+  auto end = SerializeAdamWState(*opt2, 7);
+  ASSERT_TRUE(end.ok()) << end.status().message();
+  EXPECT_EQ(*end, *SerializeAdamWState(*opt_by_step, 7));
 }
 
 TEST(OptimizerStateTest, MismatchedModelIsRefusedAndNamed) {

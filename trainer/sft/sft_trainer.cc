@@ -22,6 +22,7 @@
 #include "trainer/optim/adamw.h"
 #include "trainer/optim/grad_accumulation.h"
 #include "trainer/optim/grad_clip.h"
+#include "trainer/optim/multi_tensor_adamw.h"
 #include "trainer/optim/optimizer_state.h"
 #include "trainer/sft/packing.h"
 #include "trainer/sft/sft_loss.h"
@@ -238,7 +239,7 @@ Result<SftStepStats> SftTrainer::Step() {
   stats.grad_norm =
       ClipGradNorm(OptimizerParameters(*optimizer_), options_.sft.optim.max_grad_norm);
   stats.lr = schedule_->Apply(*optimizer_, step_);
-  optimizer_->step();
+  StepAdamW(*optimizer_);
   ++step_;
   stats.step = step_;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
