@@ -315,5 +315,50 @@ TEST_F(LoraTest, InitFromRefusesARecipeThatDisagreesWithTheAdapter) {
   }
 }
 
+// A bfloat16 base with a float32 adapter joins them in one node (LoraJoinFn). With a power-of-two
+// scaling it gives PEFT's expression, round(float(x W^T) + (x A^T) B^T * s), bit for bit, and
+// the same gradients for x, A and B; with another scaling the same to float rounding.
+TEST(LoraJoinTest, Bfloat16BaseJoinsTheFloat32AdapterAsPeftDoes) {
+  for (const double alpha : {8.0, 6.0}) {
+    torch::manual_seed(11);
+    LoraLinear lin(24, 40, /*with_bias=*/true, torch::TensorOptions().dtype(torch::kBFloat16));
+    lin->AttachLora({.r = 4, .alpha = alpha, .dropout = 0.0, .use_rslora = false}, nullptr);
+    {
+      torch::NoGradGuard g;
+      lin->lora_B.normal_(0.0, 0.3);
+    }
+    const double s = alpha / 4.0;
+    at::Tensor x = torch::randn({2, 5, 24}).to(torch::kBFloat16).requires_grad_();
+    at::Tensor x_ref = x.detach().clone().requires_grad_();
+    at::Tensor a_ref = lin->lora_A.detach().clone().requires_grad_();
+    at::Tensor b_ref = lin->lora_B.detach().clone().requires_grad_();
+    at::Tensor out = lin->forward(x);
+    at::Tensor base = torch::linear(x_ref, lin->weight.detach(), lin->bias.detach());
+    at::Tensor want = (base.to(torch::kFloat) +
+                       torch::linear(torch::linear(x_ref.to(torch::kFloat), a_ref), b_ref) * s)
+                          .to(torch::kBFloat16);
+    ASSERT_EQ(out.scalar_type(), torch::kBFloat16);
+    at::Tensor upstream = torch::randn({2, 5, 40}).to(torch::kBFloat16);
+    auto got = torch::autograd::grad({out}, {x, lin->lora_A, lin->lora_B}, {upstream});
+    auto ref = torch::autograd::grad({want}, {x_ref, a_ref, b_ref}, {upstream});
+    if (alpha == 8.0) {
+      EXPECT_TRUE(torch::equal(out, want));
+      EXPECT_TRUE(torch::equal(got[0], ref[0])) << "x";
+      EXPECT_TRUE(torch::equal(got[1], ref[1])) << "A";
+      EXPECT_TRUE(torch::equal(got[2], ref[2])) << "B";
+    } else {
+      // One bfloat16 step of the output at most; the float32 gradients to float rounding.
+      EXPECT_LE((out.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>(),
+                want.to(torch::kFloat).abs().max().item<float>() / 128);
+      for (size_t k = 0; k < 3; ++k) {
+        const float scale = ref[k].to(torch::kFloat).abs().max().item<float>();
+        EXPECT_LT((got[k] - ref[k]).to(torch::kFloat).abs().max().item<float>(),
+                  1e-5 * scale + (k == 0 ? scale / 128 : 0.0f))
+            << k;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace allot::models
