@@ -27,30 +27,51 @@ at::Tensor RotateHalf(const at::Tensor& x) {
 }
 
 // log p(target) for rows of hidden states, with the [rows, vocab] logits formed one chunk at a
-// time in forward and recomputed chunk by chunk in backward. Only the log-sum-exp per row is
-// kept between the two, so memory is O(chunk * vocab) rather than O(rows * vocab).
+// time in forward and recomputed chunk by chunk in backward, so memory is O(chunk * vocab)
+// rather than O(rows * vocab). Two paths:
+//  * float32 weights: float32 logits; forward keeps each row's log-sum-exp; backward forms
+//    d logp(t) / d logits = onehot(t) - softmax in float32.
+//  * bfloat16/half weights, temperature 1 (the learner's GPU case): the logits the product
+//    gives (already rounded to the weights' dtype, as on the float32 path's input) go through
+//    one fused log-softmax into float32 in forward and one softmax in the weights' dtype in
+//    backward: 8 bytes per logit each way instead of 12 and 46 (casts, exp, scaling and the
+//    float32 gradient of the logits are not materialised). The target column's 1 - p(t) comes
+//    from the float32 log-prob of forward, so confident tokens keep their small gradient
+//    rather than the rounding error of 1 - p(t) in bfloat16.
 struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
   static at::Tensor ChunkLogits(const at::Tensor& h, const at::Tensor& w, double temperature) {
     at::Tensor logits = torch::matmul(h, w.t()).to(torch::kFloat);
     return temperature == 1.0 ? logits : logits / temperature;
   }
 
+  static bool Reduced(const at::Tensor& weight, double temperature) {
+    return weight.scalar_type() != torch::kFloat && weight.scalar_type() != torch::kDouble &&
+           temperature == 1.0;
+  }
+
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
                             const at::Tensor& weight, const at::Tensor& targets, int64_t chunk,
                             double temperature) {
     const int64_t n = hidden.size(0);
+    const bool reduced = Reduced(weight, temperature);
     auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(hidden.device());
     at::Tensor out = torch::empty({n}, f32);
-    at::Tensor lse = torch::empty({n}, f32);
+    at::Tensor lse = reduced ? at::Tensor() : torch::empty({n}, f32);
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t len = std::min(chunk, n - s);
+      const at::Tensor t = targets.narrow(0, s, len).unsqueeze(1);
+      if (reduced) {
+        at::Tensor logits = torch::matmul(hidden.narrow(0, s, len), weight.t());
+        out.narrow(0, s, len).copy_(
+            torch::log_softmax(logits, -1, torch::kFloat).gather(1, t).squeeze(1));
+        continue;
+      }
       at::Tensor logits = ChunkLogits(hidden.narrow(0, s, len), weight, temperature);
       at::Tensor l = torch::logsumexp(logits, -1);
       lse.narrow(0, s, len).copy_(l);
-      out.narrow(0, s, len).copy_(
-          logits.gather(1, targets.narrow(0, s, len).unsqueeze(1)).squeeze(1) - l);
+      out.narrow(0, s, len).copy_(logits.gather(1, t).squeeze(1) - l);
     }
-    ctx->save_for_backward({hidden, weight, targets, lse});
+    ctx->save_for_backward({hidden, weight, targets, reduced ? out : lse});
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["temperature"] = temperature;
     return out;
@@ -62,7 +83,6 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
     const at::Tensor& hidden = saved[0];
     const at::Tensor& weight = saved[1];
     const at::Tensor& targets = saved[2];
-    const at::Tensor& lse = saved[3];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const double temperature = ctx->saved_data["temperature"].toDouble();
     const at::Tensor g = grads[0].to(torch::kFloat);
@@ -72,15 +92,33 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
     at::Tensor grad_w =
         need_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : at::Tensor();
     const int64_t n = hidden.size(0);
+    const bool reduced = Reduced(weight, temperature);
     for (int64_t s = 0; s < n; s += chunk) {
       const int64_t len = std::min(chunk, n - s);
       at::Tensor h = hidden.narrow(0, s, len);
       at::Tensor gc = g.narrow(0, s, len).unsqueeze(1);
+      at::Tensor t = targets.narrow(0, s, len).unsqueeze(1);
+      if (reduced) {
+        // d logp(t) / d logits = onehot(t) - p = -q, where q is p with p(t) - 1 in the target
+        // column (from forward's float32 log p(t)); dh = -g * (q @ W), dW = -(q^T @ (g * h)).
+        at::Tensor q = torch::softmax(torch::matmul(h, weight.t()), -1);
+        const at::Tensor logp = saved[3].narrow(0, s, len).unsqueeze(1);
+        q.scatter_(1, t, (torch::exp(logp) - 1.0).to(q.scalar_type()));
+        if (need_h) {
+          grad_h.narrow(0, s, len).copy_(torch::matmul(q, weight).to(torch::kFloat) * -gc);
+        }
+        if (need_w) {
+          grad_w.add_(torch::matmul(q.t(), (h.to(torch::kFloat) * -gc).to(h.scalar_type()))
+                          .to(torch::kFloat));
+        }
+        continue;
+      }
+      const at::Tensor& lse = saved[3];
       // d logp(t) / d logits = onehot(t) - softmax(logits).
       at::Tensor d =
           -torch::exp(ChunkLogits(h, weight, temperature) - lse.narrow(0, s, len).unsqueeze(1)) *
           gc;
-      d.scatter_add_(1, targets.narrow(0, s, len).unsqueeze(1), gc);
+      d.scatter_add_(1, t, gc);
       if (temperature != 1.0) d = d / temperature;
       at::Tensor dw = d.to(weight.scalar_type());
       if (need_h) grad_h.narrow(0, s, len).copy_(torch::matmul(dw, weight));
@@ -186,15 +224,20 @@ class AttentionImpl : public torch::nn::Module {
     // its one query always sees its own key, so no row is fully masked). Padded prompts keep
     // the explicit path below, which leaves the fully masked rows of pad queries finite.
     if (segments != nullptr) {
+      // split, not a narrow per segment: a narrow's backward writes its segment's gradient into
+      // zeros of the whole stream, and the segments' gradients are then summed (a fill, a copy
+      // and an add of the whole of q, k and v per segment and layer). Each output goes back to
+      // [1, n, heads, head_dim], so that the concatenation is o_proj's input without a copy.
+      const std::vector<at::Tensor> qs = q.split_with_sizes(*segments, 2);
+      const std::vector<at::Tensor> ks = k.split_with_sizes(*segments, 2);
+      const std::vector<at::Tensor> vs = v.split_with_sizes(*segments, 2);
       std::vector<at::Tensor> outs;
-      int64_t off = 0;
-      for (const int64_t n : *segments) {
-        outs.push_back(at::scaled_dot_product_attention(
-            q.narrow(2, off, n), k.narrow(2, off, n), v.narrow(2, off, n), {}, 0.0,
-            /*is_causal=*/true));
-        off += n;
+      for (size_t i = 0; i < qs.size(); ++i) {
+        outs.push_back(at::scaled_dot_product_attention(qs[i], ks[i], vs[i], {}, 0.0,
+                                                        /*is_causal=*/true)
+                           .transpose(1, 2));
       }
-      return o_proj(torch::cat(outs, 2).transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+      return o_proj(torch::cat(outs, 1).reshape({b, t, heads_ * head_dim_}));
     }
     if (!allowed.defined() || allowed.dim() == 2 || t == 1) {
       at::Tensor out =
@@ -458,26 +501,48 @@ at::Tensor CausalLMImpl::SelectedLogProbs(const at::Tensor& hidden, const at::Te
 
 at::Tensor CausalLMImpl::TokenLogProbs(const at::Tensor& input_ids,
                                        const at::Tensor& attention_mask, int64_t chunk_tokens,
-                                       double temperature) {
+                                       double temperature, const at::Tensor& needed) {
   const int64_t b = input_ids.size(0);
   const int64_t t = input_ids.size(1);
   if (t < 2) return torch::zeros({b, 0}, torch::TensorOptions().device(device()));
+  const at::Device dev = device();
+  if (needed.defined()) {
+    TORCH_CHECK(needed.dim() == 2 && needed.size(0) == b && needed.size(1) == t - 1,
+                "needed must be [B, T-1] = [", b, ", ", t - 1, "], got ", needed.sizes());
+  }
+  // Log-probs of the rows `columns` (flat indices into [B, T-1]) of hidden states `h` scoring
+  // `targets`, scattered into [B, T-1] zeros; only the needed ones are computed.
+  auto scored = [&](at::Tensor h, at::Tensor targets, at::Tensor columns) {
+    if (needed.defined()) {
+      const at::Tensor keep = needed.reshape({-1})
+                                  .to(columns.device())
+                                  .index_select(0, columns)
+                                  .ne(0)
+                                  .nonzero()
+                                  .view({-1});
+      h = h.index_select(0, keep.to(h.device()));
+      targets = targets.index_select(0, keep.to(targets.device()));
+      columns = columns.index_select(0, keep);
+    }
+    at::Tensor logp = SelectedLogProbs(h, targets.to(dev), chunk_tokens, temperature);
+    return torch::zeros({b * (t - 1)}, logp.options())
+        .index_copy(0, columns.to(dev), logp)
+        .view({b, t - 1});
+  };
   if (packing_ && attention_mask.defined() && b > 1) {
     PackedBatch p = PackPaddedBatch(input_ids, attention_mask);
     if (p.input_ids.size(0) < b * t && !p.lengths.empty()) {
-      const at::Device dev = device();
       at::Tensor hidden = HiddenPacked(p.input_ids, p.lengths);
-      at::Tensor h = hidden.index_select(0, p.from.to(dev));
-      at::Tensor logp = SelectedLogProbs(h, p.target.to(dev), chunk_tokens, temperature);
-      return torch::zeros({b * (t - 1)}, logp.options())
-          .index_copy(0, p.column.to(dev), logp)
-          .view({b, t - 1});
+      return scored(hidden.index_select(0, p.from.to(dev)), p.target, p.column);
     }
   }
   at::Tensor hidden = Hidden(input_ids, attention_mask);
   at::Tensor h = hidden.narrow(1, 0, t - 1).reshape({-1, config_.hidden_size});
-  at::Tensor targets = input_ids.narrow(1, 1, t - 1).reshape({-1}).to(device());
-  return SelectedLogProbs(h, targets, chunk_tokens, temperature).view({b, t - 1});
+  at::Tensor targets = input_ids.narrow(1, 1, t - 1).reshape({-1}).to(dev);
+  if (!needed.defined()) {
+    return SelectedLogProbs(h, targets, chunk_tokens, temperature).view({b, t - 1});
+  }
+  return scored(h, targets, torch::arange(b * (t - 1), torch::TensorOptions().dtype(torch::kLong)));
 }
 
 // ---------------------------------------------------------------------------------------------

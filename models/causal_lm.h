@@ -114,8 +114,11 @@ class CausalLMImpl : public torch::nn::Module {
   // packing on and an attention mask whose real tokens fit in fewer rows, the sequences are
   // packed (packed_sequences.h) and columns that do not score a real token after a real one
   // (padding, a sequence's first token) are 0 instead of a log-prob conditioned on padding.
+  // `needed` [B, T-1] (any dtype, non-zero = needed; on any device): only those columns get
+  // logits and a log-prob (the others are 0) - a learner scores completions, not prompts.
   at::Tensor TokenLogProbs(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
-                           int64_t chunk_tokens = 512, double temperature = 1.0);
+                           int64_t chunk_tokens = 512, double temperature = 1.0,
+                           const at::Tensor& needed = {});
 
   // Chunked log-probs of `targets` [N] under hidden states [N, hidden].
   at::Tensor SelectedLogProbs(const at::Tensor& hidden, const at::Tensor& targets,

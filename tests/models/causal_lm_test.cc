@@ -198,6 +198,68 @@ TEST(CausalLMTest, ChunkedLogProbsEqualFullLogSoftmaxWithGradients) {
   }
 }
 
+// The bfloat16 head (one fused log-softmax in forward, a bfloat16 softmax in backward) against
+// autograd through float32 log-softmax of the same bfloat16 logits. A wrong sign, a missing
+// target column or a target column taken from the bfloat16 softmax instead of forward's
+// float32 log-prob fails one of the three comparisons.
+TEST(CausalLMTest, Bfloat16ChunkedLogProbsMatchFloat32LogSoftmaxOfTheSameLogits) {
+  torch::manual_seed(3);
+  auto m = LoadTiny({.vocab_size = 64, .hidden_size = 32}, "bfloat16");
+  ASSERT_NE(m, nullptr);
+  const at::Tensor w = m->output_weight().detach();
+  at::Tensor h = (torch::randn({11, 32}) * 4).to(torch::kBFloat16).requires_grad_();
+  at::Tensor targets = torch::randint(0, 64, {11}, torch::kLong);
+  // One confident row: its target logit far above the rest, so 1 - p(t) is tiny.
+  {
+    torch::NoGradGuard g;
+    h[0].copy_((w[targets[0].item<int64_t>()].to(torch::kFloat) * 400).to(torch::kBFloat16));
+  }
+  at::Tensor logp = m->SelectedLogProbs(h, targets, /*chunk_tokens=*/4);
+  ASSERT_EQ(logp.scalar_type(), torch::kFloat);
+  at::Tensor h_ref = h.detach().clone().requires_grad_();
+  at::Tensor want = torch::log_softmax(torch::matmul(h_ref, w.t()).to(torch::kFloat), -1)
+                        .gather(1, targets.unsqueeze(1))
+                        .squeeze(1);
+  EXPECT_LT((logp - want).abs().max().item<float>(), 1e-5);
+  EXPECT_GT(logp[0].item<float>(), -1e-3);  // the confident row
+  at::Tensor upstream = torch::rand({11}) + 0.5;
+  at::Tensor grad = torch::autograd::grad({(logp * upstream).sum()}, {h})[0].to(torch::kFloat);
+  at::Tensor grad_ref =
+      torch::autograd::grad({(want * upstream).sum()}, {h_ref})[0].to(torch::kFloat);
+  for (int64_t r = 0; r < 11; ++r) {
+    const float scale = grad_ref[r].abs().max().item<float>();
+    EXPECT_LT((grad[r] - grad_ref[r]).abs().max().item<float>(), 2e-2 * scale + 1e-6)
+        << "row " << r << " (row 0 is the confident one)";
+  }
+}
+
+// Only the needed columns are scored: they equal the full computation, the rest are 0 and send
+// no gradient.
+TEST(CausalLMTest, TokenLogProbsScoresOnlyTheNeededColumns) {
+  torch::manual_seed(5);
+  auto m = LoadTiny();
+  at::Tensor ids = torch::randint(0, 64, {3, 9}, torch::kLong);
+  at::Tensor mask = torch::ones({3, 9}, torch::kLong);
+  mask[1].narrow(0, 0, 3).zero_();  // left padding: the packed path
+  at::Tensor needed = torch::zeros({3, 8});
+  needed.narrow(1, 4, 4).fill_(1);
+  needed[2][0] = 1;
+  for (const bool padded : {false, true}) {
+    at::Tensor m_ = padded ? at::Tensor() : mask;
+    at::Tensor full = m->TokenLogProbs(ids, m_, 4);
+    at::Tensor some = m->TokenLogProbs(ids, m_, 4, 1.0, needed);
+    ASSERT_EQ(some.sizes(), full.sizes());
+    EXPECT_LT(((some - full) * needed).abs().max().item<float>(), 1e-6) << padded;
+    EXPECT_EQ((some * (1 - needed)).abs().max().item<float>(), 0.0f) << padded;
+    EXPECT_GT((full * (1 - needed)).abs().max().item<float>(), 0.0f) << padded;
+    at::Tensor emb = m->named_parameters()["model.embed_tokens.weight"];
+    auto g_some = torch::autograd::grad({(some * needed).sum()}, {emb})[0];
+    auto g_full = torch::autograd::grad({(full * needed).sum()}, {emb})[0];
+    EXPECT_LT((g_some - g_full).abs().max().item<float>(), 1e-5) << padded;
+  }
+  EXPECT_THROW(m->TokenLogProbs(ids, mask, 4, 1.0, torch::ones({3, 9})), c10::Error);
+}
+
 TEST(CausalLMTest, Bfloat16AndFloat16LoadAndStayCloseToFloat32) {
   std::string dir = WriteTinyModel(MakeTempDir("lm"));
   auto f32 = CausalLMImpl::Load(dir, {.dtype = "float32"});
