@@ -9,6 +9,7 @@
 
 #include "trainer/comm/communicator.h"
 #include "trainer/optim/grad_clip.h"
+#include "trainer/optim/multi_tensor_adamw.h"
 
 namespace allot::trainer::grpo {
 
@@ -32,11 +33,15 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
   const int64_t parts = std::clamp<int64_t>(options.grad_accum, 1, std::max<int64_t>(b, 1));
   const int64_t rows = (b + parts - 1) / parts;
   std::vector<RolloutBatch> micro;
+  // Log-probs are formed only where the loss looks (completion tokens, not prompts): the mask
+  // as it arrived, before it moves.
+  std::vector<at::Tensor> scored;
   // The loss's per-token tensors go to the model's device (a GPU learner's batch arrives in host
   // memory); the ids stay on the host, where TokenLogProbs packs them before moving them.
   const at::Device device = model.device();
   for (int64_t r = 0; r < b; r += rows) {
     RolloutBatch mb = SliceRows(batch, r, std::min(b, r + rows));
+    scored.push_back(mb.loss_mask);
     if (device != mb.loss_mask.device()) {
       for (at::Tensor* t : {&mb.loss_mask, &mb.rollout_logp, &mb.advantages, &mb.weights}) {
         if (t->defined()) *t = t->to(device);
@@ -55,9 +60,9 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     has_rollout_logp = u[2] == 0.0;
   }
   const bool use_tis = options.loss.truncated_is && has_rollout_logp;
-  auto logprobs = [&](const RolloutBatch& mb) {
-    return model.TokenLogProbs(mb.input_ids, mb.attention_mask, options.chunk_tokens,
-                               options.temperature);
+  auto logprobs = [&](size_t i) {
+    return model.TokenLogProbs(micro[i].input_ids, micro[i].attention_mask, options.chunk_tokens,
+                               options.temperature, scored[i]);
   };
 
   const auto t0 = Clock::now();
@@ -67,12 +72,12 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
   std::vector<at::Tensor> old(micro.size()), ref(micro.size());
   if (options.updates > 1) {
     torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < micro.size(); ++i) old[i] = logprobs(micro[i]).detach();
+    for (size_t i = 0; i < micro.size(); ++i) old[i] = logprobs(i).detach();
   }
   if (options.loss.kl_coef > 0.0) {
     torch::NoGradGuard no_grad;
     model.SetLoraEnabled(false);
-    for (size_t i = 0; i < micro.size(); ++i) ref[i] = logprobs(micro[i]).detach();
+    for (size_t i = 0; i < micro.size(); ++i) ref[i] = logprobs(i).detach();
     model.SetLoraEnabled(true);
     if (ref_passes != nullptr) *ref_passes += static_cast<int64_t>(micro.size());
   }
@@ -88,7 +93,7 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     for (size_t i = 0; i < micro.size(); ++i) {
       const RolloutBatch& mb = micro[i];
       PolicyLossInputs in;
-      in.logp = logprobs(mb);
+      in.logp = logprobs(i);
       in.old_logp = options.updates > 1 ? old[i] : in.logp.detach();
       if (use_tis) in.rollout_logp = mb.rollout_logp;
       if (options.loss.kl_coef > 0.0) in.ref_logp = ref[i];
@@ -121,7 +126,7 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     for (auto& group : optimizer.param_groups()) {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(options.lr);
     }
-    optimizer.step();
+    StepAdamW(optimizer);  // multi-tensor: a few kernels for all LoRA tensors on a GPU
     opt_s += Seconds(to);
   }
   if (comm != nullptr) {
