@@ -89,7 +89,8 @@ def summarize(path, top, label):
         return 1
     launches = {}
     for e in events:
-        if str(e.get("cat", "")).lower() == "cuda_runtime":
+        # cuBLASLt and cuDNN launch through the driver API: "cuda_driver" events.
+        if str(e.get("cat", "")).lower() in ("cuda_runtime", "cuda_driver"):
             corr = (e.get("args") or {}).get("correlation")
             if corr is not None:
                 launches[corr] = ((e.get("pid"), e.get("tid")), float(e["ts"]))
