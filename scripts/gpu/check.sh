@@ -70,7 +70,7 @@ if [[ -f "$BUILD/env.sh" ]]; then
   fi
   stage parity 60 bench/gpu/parity.sh "$BUILD" "$OUT/parity"
   # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
-  stage grpo 170 env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
+  stage grpo 230 env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
   stage serve 100 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
 fi
 say "total $(($(date +%s) - T0)) s"
