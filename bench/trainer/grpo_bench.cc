@@ -196,6 +196,13 @@ trainer::grpo::RolloutBatch MakeBatch(const Args& a, int64_t vocab, std::mt19937
       for (int64_t k = 0; k < c; ++k) seqs[i].push_back(pick(1, vocab - 1));
       reward[i] = static_cast<double>(pick(0, 1));
     }
+    // A group whose rewards all agree has zero advantages and so a zero gradient (a group of
+    // two does half the time): flip one reward so that every group has something to learn.
+    const int64_t end = std::min(a.batch, g + a.group);
+    if (end - g > 1 && std::all_of(reward.begin() + g, reward.begin() + end,
+                                   [&](double r) { return r == reward[g]; })) {
+      reward[g] = 1.0 - reward[g];
+    }
   }
   int64_t t = 0;
   for (const auto& s : seqs) t = std::max<int64_t>(t, static_cast<int64_t>(s.size()));
