@@ -197,12 +197,18 @@ void TakeSteps(torch::nn::Linear& lin, torch::optim::AdamW& opt, const LrSchedul
   }
 }
 
-TEST(OptimizerStateTest, RestoreContinuesBitForBit) {
+// The save/restore tests' optimizer: weight decay and a cosine schedule with warmup.
+OptimConfig RestoreTestConfig() {
   OptimConfig c;
   c.lr = 0.05;
   c.weight_decay = 0.01;
   c.schedule = "cosine";
   c.warmup_steps = 1;
+  return c;
+}
+
+TEST(OptimizerStateTest, RestoreContinuesBitForBit) {
+  const OptimConfig c = RestoreTestConfig();
   LrSchedule sched = *LrSchedule::Create(c, 8);
 
   torch::manual_seed(7);
@@ -347,11 +353,7 @@ TEST(MultiTensorAdamWTest, AmsgradFallsBackToStep) {
 
 // A state saved after StepAdamW and restored into a fresh optimizer continues as the original.
 TEST(MultiTensorAdamWTest, RestoredStateContinuesBitForBit) {
-  OptimConfig c;
-  c.lr = 0.05;
-  c.weight_decay = 0.01;
-  c.schedule = "cosine";
-  c.warmup_steps = 1;
+  const OptimConfig c = RestoreTestConfig();
   LrSchedule sched = *LrSchedule::Create(c, 8);
 
   torch::manual_seed(7);
