@@ -195,9 +195,13 @@ class AttentionImpl : public torch::nn::Module {
     q_proj = register_module("q_proj", LoraLinear(c.hidden_size, heads_ * head_dim_, bias, o));
     k_proj = register_module("k_proj", LoraLinear(c.hidden_size, kv_heads_ * head_dim_, bias, o));
     v_proj = register_module("v_proj", LoraLinear(c.hidden_size, kv_heads_ * head_dim_, bias, o));
-    // Llama's o_proj follows attention_bias; Qwen2's never has a bias.
-    const bool o_bias = c.family == ModelFamily::kLlama && c.attention_bias;
+    // Llama's and Qwen3's o_proj follow attention_bias; Qwen2's never has a bias.
+    const bool o_bias = c.family != ModelFamily::kQwen2 && c.attention_bias;
     o_proj = register_module("o_proj", LoraLinear(heads_ * head_dim_, c.hidden_size, o_bias, o));
+    if (c.qk_norm()) {  // Qwen3: RMSNorm over each head's query and key, before RoPE
+      q_norm = register_module("q_norm", RMSNorm(head_dim_, c.rms_norm_eps, o));
+      k_norm = register_module("k_norm", RMSNorm(head_dim_, c.rms_norm_eps, o));
+    }
   }
 
   // `segments` (packed_sequences.h): x is one packed row [1, N, hidden] whose segments attend
@@ -207,8 +211,14 @@ class AttentionImpl : public torch::nn::Module {
                      const std::vector<int64_t>* segments = nullptr) {
     const int64_t b = x.size(0);
     const int64_t t = x.size(1);
-    at::Tensor q = q_proj(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
-    at::Tensor k = k_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+    at::Tensor q = q_proj(x).view({b, t, heads_, head_dim_});
+    at::Tensor k = k_proj(x).view({b, t, kv_heads_, head_dim_});
+    if (q_norm) {
+      q = q_norm(q);
+      k = k_norm(k);
+    }
+    q = q.transpose(1, 2);
+    k = k.transpose(1, 2);
     at::Tensor v = v_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
     q = q * cos + RotateHalf(q) * sin;
     k = k * cos + RotateHalf(k) * sin;
@@ -285,6 +295,7 @@ class AttentionImpl : public torch::nn::Module {
   }
 
   LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
 
  private:
   int64_t heads_, kv_heads_, head_dim_;

@@ -81,12 +81,19 @@ Result<TransformerConfig> ParseTransformerConfig(const std::string& json_text,
   TransformerConfig c;
   auto mt = j.find("model_type");
   if (mt == j.end() || !mt->is_string()) {
-    return FieldError(source, "model_type", "is missing (expected \"qwen2\" or \"llama\")");
+    return FieldError(source, "model_type",
+                      "is missing (expected \"qwen2\", \"qwen3\" or \"llama\")");
   }
   c.model_type = mt->get<std::string>();
+  bool head_dim_default_128 = false;
   if (c.model_type == "qwen2") {
     c.family = ModelFamily::kQwen2;
     c.attention_bias = true;
+  } else if (c.model_type == "qwen3") {
+    // transformers' Qwen3Config defaults.
+    c.family = ModelFamily::kQwen3;
+    c.attention_bias = false;
+    head_dim_default_128 = true;
   } else if (c.model_type == "llama") {
     c.family = ModelFamily::kLlama;
     c.attention_bias = false;
@@ -94,8 +101,9 @@ Result<TransformerConfig> ParseTransformerConfig(const std::string& json_text,
     c.rms_norm_eps = 1e-6;
     c.max_position_embeddings = 2048;
   } else {
-    return FieldError(source, "model_type",
-                      "'" + c.model_type + "' is not supported (expected \"qwen2\" or \"llama\")");
+    return FieldError(
+        source, "model_type",
+        "'" + c.model_type + "' is not supported (expected \"qwen2\", \"qwen3\" or \"llama\")");
   }
 
   ALLOT_RETURN_IF_ERROR(GetInt(j, source, "vocab_size", true, &c.vocab_size));
@@ -106,6 +114,7 @@ Result<TransformerConfig> ParseTransformerConfig(const std::string& json_text,
   c.num_key_value_heads = c.num_attention_heads;
   ALLOT_RETURN_IF_ERROR(GetInt(j, source, "num_key_value_heads", false, &c.num_key_value_heads));
   if (c.num_attention_heads > 0) c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (head_dim_default_128) c.head_dim = 128;
   ALLOT_RETURN_IF_ERROR(GetInt(j, source, "head_dim", false, &c.head_dim));
   ALLOT_RETURN_IF_ERROR(
       GetInt(j, source, "max_position_embeddings", false, &c.max_position_embeddings));
@@ -130,6 +139,21 @@ Result<TransformerConfig> ParseTransformerConfig(const std::string& json_text,
     }
   }
   ALLOT_RETURN_IF_ERROR(GetBool(j, source, "tie_word_embeddings", &c.tie_word_embeddings));
+  if (c.family == ModelFamily::kQwen3) {
+    ALLOT_RETURN_IF_ERROR(GetBool(j, source, "attention_bias", &c.attention_bias));
+    bool sliding = false;
+    ALLOT_RETURN_IF_ERROR(GetBool(j, source, "use_sliding_window", &sliding));
+    if (sliding) return FieldError(source, "use_sliding_window", "true is not supported");
+    if (auto lt = j.find("layer_types"); lt != j.end() && !lt->is_null()) {
+      if (!lt->is_array()) return FieldError(source, "layer_types", "must be a list");
+      for (const auto& t : *lt) {
+        if (!(t.is_string() && t.get<std::string>() == "full_attention")) {
+          return FieldError(source, "layer_types",
+                            "holds " + t.dump() + "; only \"full_attention\" is supported");
+        }
+      }
+    }
+  }
   if (c.family == ModelFamily::kLlama) {
     ALLOT_RETURN_IF_ERROR(GetBool(j, source, "attention_bias", &c.attention_bias));
     bool mlp_bias = false;
@@ -175,8 +199,10 @@ Result<TransformerConfig> LoadTransformerConfig(const std::string& model_dir) {
 
 std::string TransformerConfig::ToJson() const {
   Json j;
-  j["architectures"] =
-      Json::array({family == ModelFamily::kQwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
+  const char* architecture = family == ModelFamily::kQwen2   ? "Qwen2ForCausalLM"
+                             : family == ModelFamily::kQwen3 ? "Qwen3ForCausalLM"
+                                                             : "LlamaForCausalLM";
+  j["architectures"] = Json::array({architecture});
   j["model_type"] = model_type;
   j["vocab_size"] = vocab_size;
   j["hidden_size"] = hidden_size;
@@ -191,7 +217,7 @@ std::string TransformerConfig::ToJson() const {
   j["max_position_embeddings"] = max_position_embeddings;
   j["tie_word_embeddings"] = tie_word_embeddings;
   j["torch_dtype"] = torch_dtype;
-  if (family == ModelFamily::kLlama) j["attention_bias"] = attention_bias;
+  if (family != ModelFamily::kQwen2) j["attention_bias"] = attention_bias;
   if (eos_token_ids.size() == 1) j["eos_token_id"] = eos_token_ids[0];
   if (eos_token_ids.size() > 1) j["eos_token_id"] = eos_token_ids;
   if (bos_token_id >= 0) j["bos_token_id"] = bos_token_id;

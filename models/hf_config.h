@@ -1,8 +1,10 @@
-// The architecture part of a Hugging Face config.json for the Qwen2 and Llama families.
+// The architecture part of a Hugging Face config.json for the Qwen2, Qwen3 and Llama families.
 //
-// Both families are the same decoder: RMSNorm, rotate-half RoPE, grouped-query attention and a
-// SwiGLU MLP. They differ in defaults only: Qwen2 has q/k/v biases, Llama has none unless
-// `attention_bias` says so.
+// All three are the same decoder: RMSNorm, rotate-half RoPE, grouped-query attention and a
+// SwiGLU MLP. Qwen2 has q/k/v biases; Llama and Qwen3 have none unless `attention_bias` says so
+// (then o_proj has one too). Qwen3 adds an RMSNorm over each head's query and key (q_norm,
+// k_norm, weights [head_dim]) before RoPE, and its head_dim defaults to 128, not
+// hidden_size / num_attention_heads. Qwen3's sliding-window layers are not supported.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@
 
 namespace allot::models {
 
-enum class ModelFamily { kQwen2, kLlama };
+enum class ModelFamily { kQwen2, kQwen3, kLlama };
 
 struct TransformerConfig {
   ModelFamily family = ModelFamily::kQwen2;
@@ -29,7 +31,9 @@ struct TransformerConfig {
   double rope_theta = 10000.0;
   int64_t max_position_embeddings = 32768;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;          // q/k/v projections carry a bias (always for Qwen2)
+  bool attention_bias = false;  // q/k/v projections carry a bias (always for Qwen2)
+  // Qwen3: RMSNorm of each head's query and key before RoPE.
+  bool qk_norm() const { return family == ModelFamily::kQwen3; }
   std::string torch_dtype = "float32";  // "float32" | "bfloat16" | "float16"
   std::vector<int64_t> eos_token_ids;   // config.json eos_token_id (an int or a list)
   int64_t bos_token_id = -1;

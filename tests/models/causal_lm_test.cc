@@ -66,8 +66,14 @@ at::Tensor ReferenceLogits(CausalLMImpl& m, const at::Tensor& ids) {
     std::vector<at::Tensor> heads;
     for (int64_t i = 0; i < c.num_attention_heads; ++i) {
       const int64_t g = i / group;
-      at::Tensor qi = rope(q.narrow(1, i * d, d));
-      at::Tensor kg = rope(k.narrow(1, g * d, d));
+      at::Tensor qi = q.narrow(1, i * d, d);
+      at::Tensor kg = k.narrow(1, g * d, d);
+      if (p.count(pre + "self_attn.q_norm.weight")) {  // Qwen3: RMSNorm per head before RoPE
+        qi = rms(qi, p[pre + "self_attn.q_norm.weight"]);
+        kg = rms(kg, p[pre + "self_attn.k_norm.weight"]);
+      }
+      qi = rope(qi);
+      kg = rope(kg);
       at::Tensor s = torch::matmul(qi, kg.t()) / std::sqrt(static_cast<double>(d));
       s = s.masked_fill(future, -INFINITY);
       heads.push_back(torch::matmul(torch::softmax(s, -1), v.narrow(1, g * d, d)));
@@ -117,6 +123,30 @@ TEST(CausalLMTest, LlamaWithTiedEmbeddingsAndRopeParametersMatchesReference) {
   torch::NoGradGuard g;
   at::Tensor got = m->forward(ids.unsqueeze(0))[0].to(torch::kDouble);
   EXPECT_LT((got - ReferenceLogits(*m, ids)).abs().max().item<double>(), 1e-4);
+}
+
+TEST(CausalLMTest, Qwen3WithQueryAndKeyNormsMatchesReference) {
+  auto m = LoadTiny({.model_type = "qwen3", .tie_word_embeddings = true, .rope_theta = 1e6});
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->config().family, ModelFamily::kQwen3);
+  EXPECT_EQ(m->config().head_dim, 8);
+  EXPECT_FALSE(m->named_parameters().contains("model.layers.0.self_attn.q_proj.bias"));
+  EXPECT_FALSE(m->named_parameters().contains("model.layers.0.self_attn.o_proj.bias"));
+  EXPECT_TRUE(m->named_parameters().contains("model.layers.1.self_attn.k_norm.weight"));
+  at::Tensor ids = torch::tensor({3, 17, 5, 60, 2, 9, 33}, torch::kLong);
+  torch::NoGradGuard g;
+  at::Tensor got = m->forward(ids.unsqueeze(0))[0].to(torch::kDouble);
+  at::Tensor want = ReferenceLogits(*m, ids);
+  EXPECT_LT((got - want).abs().max().item<double>(), 1e-4);
+  // The norms matter: without them the logits are elsewhere.
+  for (const auto& it : m->named_parameters()) {
+    if (it.key().find("_norm.weight") != std::string::npos &&
+        it.key().find("self_attn") != std::string::npos) {
+      it.value().fill_(1.0);
+    }
+  }
+  EXPECT_GT((m->forward(ids.unsqueeze(0))[0].to(torch::kDouble) - want).abs().max().item<double>(),
+            1e-3);
 }
 
 TEST(CausalLMTest, KvCacheDecodingEqualsFullRecomputation) {
@@ -371,6 +401,50 @@ TEST(HfConfigTest, MalformedConfigsNameFileAndField) {
 // The config.json transformers 5.x writes for Qwen2Config(hidden_size=896, ...) (the GPU
 // benchmark's model): "dtype" instead of "torch_dtype", RoPE under rope_parameters, null token
 // ids, and fields allot does not use (layer_types, sliding window).
+// Qwen3-4B's published config.json (shape fields as on the hub), its defaults and what it
+// may say that allot does not run.
+TEST(HfConfigTest, ReadsQwen3AndRefusesItsSlidingWindow) {
+  const std::string qwen3_4b =
+      R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+          "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+          "hidden_size": 2560, "initializer_range": 0.02, "intermediate_size": 9728,
+          "max_position_embeddings": 40960, "max_window_layers": 36, "model_type": "qwen3",
+          "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8,
+          "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+          "sliding_window": null, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+          "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+  auto c = ParseTransformerConfig(qwen3_4b, "qwen3/config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->family, ModelFamily::kQwen3);
+  EXPECT_TRUE(c->qk_norm());
+  EXPECT_EQ(c->head_dim, 128);  // not 2560 / 32 = 80
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_EQ(c->rope_theta, 1e6);
+  auto round = ParseTransformerConfig(c->ToJson(), "again.json");
+  ASSERT_TRUE(round.ok()) << round.status().ToString();
+  EXPECT_EQ(round->ToJson(), c->ToJson());
+  EXPECT_NE(c->ToJson().find("Qwen3ForCausalLM"), std::string::npos);
+
+  const std::string minimal =
+      R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 16, "intermediate_size": 16,
+          "num_hidden_layers": 1, "num_attention_heads": 2)";
+  auto defaults = ParseTransformerConfig(minimal + "}", "c.json");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->head_dim, 128);  // transformers' Qwen3Config default
+
+  auto sliding = ParseTransformerConfig(minimal + R"(, "use_sliding_window": true})", "c.json");
+  ASSERT_FALSE(sliding.ok());
+  EXPECT_NE(sliding.status().message().find("c.json: field 'use_sliding_window'"),
+            std::string::npos)
+      << sliding.status().message();
+  auto layers = ParseTransformerConfig(
+      minimal + R"(, "layer_types": ["full_attention", "sliding_attention"]})", "c.json");
+  ASSERT_FALSE(layers.ok());
+  EXPECT_NE(layers.status().message().find("layer_types"), std::string::npos);
+  EXPECT_TRUE(
+      ParseTransformerConfig(minimal + R"(, "layer_types": ["full_attention"]})", "c.json").ok());
+}
+
 TEST(HfConfigTest, ReadsTheConfigTransformers5Writes) {
   auto c = ParseTransformerConfig(R"({
     "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": null,

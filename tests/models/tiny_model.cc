@@ -77,6 +77,10 @@ std::string WriteTinyModel(const std::string& dir, const TinyModelOptions& o) {
       add(p + "self_attn.v_proj.bias", {o.num_kv_heads * d}, 0.0, 0.1);
     }
     add(p + "self_attn.o_proj.weight", {h, o.num_heads * d}, 0.0, w);
+    if (o.model_type == "qwen3") {
+      add(p + "self_attn.q_norm.weight", {d}, 1.0, 0.2);
+      add(p + "self_attn.k_norm.weight", {d}, 1.0, 0.2);
+    }
     add(p + "mlp.gate_proj.weight", {o.intermediate_size, h}, 0.0, w);
     add(p + "mlp.up_proj.weight", {o.intermediate_size, h}, 0.0, w);
     add(p + "mlp.down_proj.weight", {h, o.intermediate_size}, 0.0,
@@ -95,13 +99,17 @@ std::string WriteTinyModel(const std::string& dir, const TinyModelOptions& o) {
   EXPECT_TRUE(s.ok()) << s.ToString();
 
   std::ofstream config(dir + "/config.json");
-  config << "{\n  \"architectures\": [\"" << (qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM")
-         << "\"],\n  \"model_type\": \"" << o.model_type << "\",\n"
+  const char* architecture = qkv_bias                  ? "Qwen2ForCausalLM"
+                             : o.model_type == "qwen3" ? "Qwen3ForCausalLM"
+                                                       : "LlamaForCausalLM";
+  config << "{\n  \"architectures\": [\"" << architecture << "\"],\n  \"model_type\": \""
+         << o.model_type << "\",\n"
          << "  \"vocab_size\": " << o.vocab_size << ",\n  \"hidden_size\": " << h << ",\n"
          << "  \"intermediate_size\": " << o.intermediate_size << ",\n"
          << "  \"num_hidden_layers\": " << o.num_layers << ",\n"
          << "  \"num_attention_heads\": " << o.num_heads << ",\n"
          << "  \"num_key_value_heads\": " << o.num_kv_heads << ",\n"
+         << "  \"head_dim\": " << d << ",\n"
          << "  \"hidden_act\": \"silu\",\n  \"rms_norm_eps\": 1e-06,\n"
          << "  \"max_position_embeddings\": 256,\n"
          << "  \"tie_word_embeddings\": " << (o.tie_word_embeddings ? "true" : "false") << ",\n";
