@@ -20,10 +20,11 @@
 #   b      qwen2-1.5b, the same batch
 #   c      qwen2-1.5b, 1 prompt x group 2, prompt 256, completions 16,128 (16,384 tokens each),
 #          gradient checkpointing on both sides
+#   d      qwen3-4b, as c: the issue's third size and the anchor's workload (prime-rl: about 6.2k
+#          tokens/s at 21.7% MFU in its LoRA count, LoRA r 16, 16k sequences, one H100)
+#   e      qwen3-0.6b, the batch of a
 # A case without checkpointing in which either side fails (out of memory, most likely) runs again
-# with checkpointing on both sides, as "<case>-gc". Qwen3-4B, the issue's third size and the
-# anchor's model (prime-rl: about 6.2k tokens/s at 21.7% MFU, LoRA r 16, 16k sequences, one H100),
-# is not run: allot supports Qwen2 and Llama, not Qwen3.
+# with checkpointing on both sides, as "<case>-gc".
 #
 # PROFILE=1: each side profiles one more update after its timed ones (allot_grpo_bench --profile,
 # grpo_hf.py --profile); bench/gpu/trace_summary.py writes where the GPU time went to
@@ -61,6 +62,9 @@ case_flags() {
     b) echo "--model qwen2-1.5b $batch --grad-checkpointing 0" ;;
     c) echo "--model qwen2-1.5b --prompt-len 256 --completion-min 16128 --completion-max 16128" \
       "--batch 2 --group 2 --grad-checkpointing 1" ;;
+    d) echo "--model qwen3-4b --prompt-len 256 --completion-min 16128 --completion-max 16128" \
+      "--batch 2 --group 2 --grad-checkpointing 1" ;;
+    e) echo "--model qwen3-0.6b $batch --grad-checkpointing 0" ;;
   esac
 }
 
@@ -114,7 +118,7 @@ done_cases=()
 for name in $CASES; do
   flags="$(case_flags "$name")"
   if [[ -z "$flags" ]]; then
-    echo "grpo_bench_gpu: unknown case '$name' (expected agree, a, b, c)" >&2
+    echo "grpo_bench_gpu: unknown case '$name' (expected agree, a, b, c, d, e)" >&2
     status=1
     continue
   fi
@@ -203,7 +207,7 @@ for r in rows:
     for side, s in (("allot", a), ("hf", h)):
         if "error" in s:
             print(f"        {side} failed: {s['error'][:150]}")
-print("anchor: prime-rl, Qwen3-4B (not supported by allot), LoRA r16, 16k tokens, one H100: "
+print("anchor: prime-rl, Qwen3-4B (case d), LoRA r16, 16k tokens, one H100: "
       "about 6.2k tok/s at 21.7% MFU (its LoRA count)")
 with open(f"{out}/grpo_vs_hf.json", "w") as f:
     json.dump(rows, f, indent=1)

@@ -8,7 +8,8 @@ targets, dtype and gradient-checkpointing setting in the safetensors metadata) o
 stored (the same plus allot's weights and adapter: the agreement check, run in float32).
 
 The update is the one TRL's GRPOTrainer runs, written out with transformers and PEFT:
-  * Qwen2ForCausalLM from a Qwen2Config of the file's shape, sdpa attention, in the file's
+  * Qwen2ForCausalLM (Qwen3ForCausalLM when the file's model_type is qwen3) from a config of
+    the file's shape, sdpa attention, in the file's
     dtype; random weights (transformers' own N(0, 0.02) init) or the file's;
   * PEFT LoRA r 16, alpha 32, no dropout on the file's targets (lora_B drawn N(0, 0.02) as
     allot's, so the adapter is not a no-op); gradient checkpointing (non-reentrant, with
@@ -83,9 +84,12 @@ def model_flops(meta, lengths, n_lora):
 
 def build_model(meta, weights, device, dtype):
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    import transformers
+    from transformers import AutoModelForCausalLM
 
-    cfg = Qwen2Config(
+    qwen3 = meta.get("model_type") == "qwen3"
+    config_class = transformers.Qwen3Config if qwen3 else transformers.Qwen2Config
+    cfg = config_class(
         vocab_size=int(meta["vocab_size"]),
         hidden_size=int(meta["hidden_size"]),
         intermediate_size=int(meta["intermediate_size"]),
@@ -104,9 +108,8 @@ def build_model(meta, weights, device, dtype):
     rope = getattr(cfg, "rope_parameters", None)
     if isinstance(rope, dict) and "rope_type" in rope:
         rope["rope_theta"] = float(meta["rope_theta"])
-    head_dim = int(meta["head_dim"])
-    if int(meta["hidden_size"]) // int(meta["num_attention_heads"]) != head_dim:
-        cfg.head_dim = head_dim
+    # Always: Qwen3Config's default head_dim is 128, not hidden_size / num_attention_heads.
+    cfg.head_dim = int(meta["head_dim"])
     torch.manual_seed(int(meta.get("seed", "7")))
     # Initialising on the GPU: the CPU would take longer than the updates themselves (a device
     # is a context manager from torch 2 on; older torch initialises on the CPU).

@@ -3,7 +3,7 @@
 
     parity.py [--device cuda|cpu] [--attn sdpa|eager] [--onnx NAVDIR] DIR...
 
-Each DIR is what `allot_parity_dump --family F --out DIR` wrote: a random Qwen2 or Llama
+Each DIR is what `allot_parity_dump --family F --out DIR` wrote: a random Qwen2, Qwen3 or Llama
 checkpoint (config.json + model.safetensors, written by allot), a LoRA adapter trained and
 exported by allot (DIR/adapter, PEFT format) and allot's token log-probs of a batch
 (DIR/allot_logprobs.safetensors). transformers loads the checkpoint in float32 and bfloat16,

@@ -5,8 +5,8 @@
 #       (NAVIGATOR_CASE defaults to .gpu/navigator, made by navigator_onnx_case.sh on
 #        a CPU build with libonnx; skipped with a note when absent)
 #
-# Runs allot_parity_dump for a random Qwen2 and a random Llama on CUDA (on the CPU when CUDA
-# cannot be used), then parity.py on both and on the navigator case. OUT receives the cases,
+# Runs allot_parity_dump for a random Qwen2, Qwen3 and Llama on CUDA (on the CPU when CUDA
+# cannot be used), then parity.py on each and on the navigator case. OUT receives the cases,
 # dump_<family>_<device>.json/.log and parity.jsonl (one JSON object per line, then the table).
 # ATTN=eager applies the criteria to transformers' eager attention instead of sdpa (the kernel
 # allot uses for unpadded batches on LibTorch 2). The exit status is parity.py's: 0 when every
@@ -24,7 +24,7 @@ dump() { "$ROOT/scripts/gpu/with_env.sh" "$BUILD" "$DUMP" "$@"; }
 start=$(date +%s.%N)
 
 dirs=()
-for family in qwen2 llama; do
+for family in qwen2 qwen3 llama; do
   case_dir="$OUT/$family"
   ok=0
   for device in cuda cpu; do
@@ -50,7 +50,7 @@ else
     "on a CPU build with libonnx)" >&2
 fi
 rc=0
-if [[ ${#dirs[@]} -lt 2 ]]; then
+if [[ ${#dirs[@]} -lt 3 ]]; then
   echo "parity.sh: allot_parity_dump failed for some family; see $OUT/dump_*.log" >&2
   rc=1
 fi

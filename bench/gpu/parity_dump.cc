@@ -1,19 +1,19 @@
 // Parity cases for the reference implementations (GPU issue, part 2): what allot computes, written
 // where bench/gpu/parity.py can hold it against transformers, PEFT and onnxruntime.
 //
-//   allot_parity_dump --family qwen2|llama --out DIR [--device cpu|cuda] [--seed S]
+//   allot_parity_dump --family qwen2|qwen3|llama --out DIR [--device cpu|cuda] [--seed S]
 //   allot_parity_dump --navigator DIR [--seed S]
 //
 // The first form builds a small random model of the family (GQA; Qwen2 tied with q/k/v biases,
-// Llama untied without), initialised like transformers (N(0, 0.02) matrices) but with random
-// biases and RMSNorm weights so that both are exercised, and writes it with allot's own writer
-// (SaveMerged) as a Hugging Face directory: DIR/config.json + DIR/model.safetensors. It reloads
-// the directory on --device in float32 and in bfloat16 and computes token log-probs of a random
-// unpadded batch, then trains a LoRA adapter on every projection (AdamW, next-token
-// cross-entropy), exports it with allot's PEFT writer to DIR/adapter, reloads base + adapter in
-// both dtypes and computes the log-probs again. DIR/allot_logprobs.safetensors holds the ids
-// (float32, exact below 2^24: the writer takes float dtypes only) and the four log-prob tensors
-// [B, T-1]; one JSON line on stdout summarises the case.
+// Qwen3 tied without biases but with q/k norms, Llama untied without), initialised like
+// transformers (N(0, 0.02) matrices) but with random biases and RMSNorm weights so that both are
+// exercised, and writes it with allot's own writer (SaveMerged) as a Hugging Face directory:
+// DIR/config.json + DIR/model.safetensors. It reloads the directory on --device in float32 and in
+// bfloat16 and computes token log-probs of a random unpadded batch, then trains a LoRA adapter on
+// every projection (AdamW, next-token cross-entropy), exports it with allot's PEFT writer to
+// DIR/adapter, reloads base + adapter in both dtypes and computes the log-probs again.
+// DIR/allot_logprobs.safetensors holds the ids (float32, exact below 2^24: the writer takes float
+// dtypes only) and the four log-prob tensors [B, T-1]; one JSON line on stdout summarises the case.
 //
 // The second form trains a navigator for a few DQN updates, writes its weights to
 // DIR/navigator.safetensors, exports them to DIR/navigator.onnx (`allot export --format onnx`,
@@ -67,6 +67,14 @@ models::TransformerConfig ParityConfig(const std::string& family) {
     c.max_position_embeddings = 32768;
     c.tie_word_embeddings = true;
     c.attention_bias = true;
+  } else if (family == "qwen3") {
+    c.family = models::ModelFamily::kQwen3;
+    c.model_type = "qwen3";
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 1000000.0;
+    c.max_position_embeddings = 40960;
+    c.tie_word_embeddings = true;
+    c.attention_bias = false;
   } else {
     c.family = models::ModelFamily::kLlama;
     c.model_type = "llama";
@@ -91,7 +99,7 @@ void InitLikeTransformers(models::CausalLMImpl& model) {
     } else if (p.key().ends_with(".bias")) {
       w.normal_(0.0, 0.2);
     } else {
-      w.uniform_(0.5, 1.5);  // RMSNorm weights
+      w.uniform_(0.5, 1.5);  // RMSNorm weights (Qwen3's q_norm and k_norm too)
     }
   }
 }
@@ -293,11 +301,13 @@ int Main(int argc, char** argv) {
   Status s;
   if (!a.navigator.empty()) {
     s = DumpNavigator(a);
-  } else if ((a.family == "qwen2" || a.family == "llama") && !a.out.empty()) {
+  } else if ((a.family == "qwen2" || a.family == "qwen3" || a.family == "llama") &&
+             !a.out.empty()) {
     s = DumpLanguageModel(a);
   } else {
     std::fprintf(stderr,
-                 "usage: allot_parity_dump --family qwen2|llama --out DIR [--device cpu|cuda] "
+                 "usage: allot_parity_dump --family qwen2|qwen3|llama --out DIR "
+                 "[--device cpu|cuda] "
                  "[--seed S]\n       allot_parity_dump --navigator DIR [--seed S]\n");
     return 2;
   }

@@ -6,7 +6,8 @@
 //
 //   allot_grpo_bench [--write FILE | --write-batch FILE] [--threads N] [--runs R]
 //                    [--packing 0|1] [--seed S] [--device cpu|cuda] [--dtype float32|bfloat16]
-//                    [--model tiny|qwen2-0.5b|qwen2-1.5b] [--lora-targets all-linear|q,k,v,o]
+//                    [--model tiny|qwen2-0.5b|qwen2-1.5b|qwen3-0.6b|qwen3-4b]
+//                    [--lora-targets all-linear|q,k,v,o]
 //                    [--batch B] [--group G] [--prompt-len P] [--completion-min C0]
 //                    [--completion-max C1] [--grad-checkpointing 0|1] [--chunk-tokens N]
 //                    [--peak-tflops F] [--profile TRACE.json]
@@ -16,8 +17,8 @@
 // --write stores the weights, the adapter and the batch in one safetensors file (grpo_torch.py
 // and bench/gpu/grpo_hf.py read it for the agreement check); --write-batch stores only the batch
 // and the model's shape (metadata), so that grpo_hf.py times the identical token layout on its
-// own random weights without a multi-GB file. Qwen3 is not an architecture allot supports, so
-// the Qwen3-4B case has no --model.
+// own random weights without a multi-GB file. Qwen3 (q_norm/k_norm, no q/k/v bias) is there for
+// the Qwen3-4B case, the model of prime-rl's published figure.
 //
 // Prints one JSON object: the first update's loss, grad norm and entropy (the warm-up, on the
 // written weights), then per-update medians of wall (and on CPU process CPU) seconds, real
@@ -146,12 +147,12 @@ int64_t GpuPeakBytes([[maybe_unused]] const torch::Device& d) {
   return -1;
 }
 
-models::TransformerConfig Qwen2Shape(int64_t hidden, int64_t layers, int64_t heads,
-                                     int64_t kv_heads, int64_t head_dim, int64_t intermediate,
-                                     int64_t vocab) {
+models::TransformerConfig QwenShape(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads,
+                                    int64_t head_dim, int64_t intermediate, int64_t vocab,
+                                    bool qwen3 = false) {
   models::TransformerConfig c;
-  c.family = models::ModelFamily::kQwen2;
-  c.model_type = "qwen2";
+  c.family = qwen3 ? models::ModelFamily::kQwen3 : models::ModelFamily::kQwen2;
+  c.model_type = qwen3 ? "qwen3" : "qwen2";
   c.vocab_size = vocab;
   c.hidden_size = hidden;
   c.intermediate_size = intermediate;
@@ -162,19 +163,20 @@ models::TransformerConfig Qwen2Shape(int64_t hidden, int64_t layers, int64_t hea
   c.rms_norm_eps = 1e-6;
   c.rope_theta = 1000000.0;
   c.tie_word_embeddings = true;
-  c.attention_bias = true;
+  c.attention_bias = !qwen3;
   return c;
 }
 
-// The shapes of Qwen/Qwen2-0.5B and Qwen/Qwen2-1.5B (their config.json), and the tiny model of
-// the CPU benchmark.
+// The shapes of Qwen/Qwen2-0.5B, Qwen/Qwen2-1.5B, Qwen/Qwen3-0.6B and Qwen/Qwen3-4B (their
+// config.json), and the tiny model of the CPU benchmark.
 Result<models::TransformerConfig> BenchModel(const std::string& name) {
-  if (name == "tiny") return Qwen2Shape(256, 4, 4, 2, 64, 704, 1536);
-  if (name == "qwen2-0.5b") return Qwen2Shape(896, 24, 14, 2, 64, 4864, 151936);
-  if (name == "qwen2-1.5b") return Qwen2Shape(1536, 28, 12, 2, 128, 8960, 151936);
+  if (name == "tiny") return QwenShape(256, 4, 4, 2, 64, 704, 1536);
+  if (name == "qwen2-0.5b") return QwenShape(896, 24, 14, 2, 64, 4864, 151936);
+  if (name == "qwen2-1.5b") return QwenShape(1536, 28, 12, 2, 128, 8960, 151936);
+  if (name == "qwen3-0.6b") return QwenShape(1024, 28, 16, 8, 128, 3072, 151936, true);
+  if (name == "qwen3-4b") return QwenShape(2560, 36, 32, 8, 128, 9728, 151936, true);
   return InvalidArgument("--model: '" + name +
-                         "' is not one of tiny, qwen2-0.5b, qwen2-1.5b (allot supports Qwen2 and "
-                         "Llama, not Qwen3)");
+                         "' is not one of tiny, qwen2-0.5b, qwen2-1.5b, qwen3-0.6b, qwen3-4b");
 }
 
 // Groups of `group` completions per prompt; left-padded like BuildRolloutBatch's output.
@@ -277,6 +279,7 @@ std::map<std::string, std::string> Metadata(const Args& a, const models::Transfo
   theta << c.rope_theta;
   eps << c.rms_norm_eps;
   return {{"model", a.model},
+          {"model_type", c.model_type},
           {"vocab_size", std::to_string(c.vocab_size)},
           {"hidden_size", std::to_string(c.hidden_size)},
           {"intermediate_size", std::to_string(c.intermediate_size)},
