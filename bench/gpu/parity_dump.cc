@@ -59,23 +59,7 @@ models::TransformerConfig ParityConfig(const std::string& family) {
   c.head_dim = 32;
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
-  if (family == "qwen2") {
-    c.family = models::ModelFamily::kQwen2;
-    c.model_type = "qwen2";
-    c.rms_norm_eps = 1e-6;
-    c.rope_theta = 1000000.0;
-    c.max_position_embeddings = 32768;
-    c.tie_word_embeddings = true;
-    c.attention_bias = true;
-  } else if (family == "qwen3") {
-    c.family = models::ModelFamily::kQwen3;
-    c.model_type = "qwen3";
-    c.rms_norm_eps = 1e-6;
-    c.rope_theta = 1000000.0;
-    c.max_position_embeddings = 40960;
-    c.tie_word_embeddings = true;
-    c.attention_bias = false;
-  } else {
+  if (family == "llama") {
     c.family = models::ModelFamily::kLlama;
     c.model_type = "llama";
     c.rms_norm_eps = 1e-5;
@@ -83,6 +67,15 @@ models::TransformerConfig ParityConfig(const std::string& family) {
     c.max_position_embeddings = 8192;
     c.tie_word_embeddings = false;
     c.attention_bias = false;
+  } else {  // qwen2, qwen3: the same but for Qwen2's q/k/v biases and Qwen3's q/k norms
+    const bool qwen3 = family == "qwen3";
+    c.family = qwen3 ? models::ModelFamily::kQwen3 : models::ModelFamily::kQwen2;
+    c.model_type = family;
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 1000000.0;
+    c.max_position_embeddings = qwen3 ? 40960 : 32768;
+    c.tie_word_embeddings = true;
+    c.attention_bias = !qwen3;
   }
   return c;
 }

@@ -10,10 +10,13 @@ double ClipGradNorm(const std::vector<at::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
   // Each gradient's norm on the gradients' device, then one copy of them all to the host (one
   // device synchronisation instead of one per parameter), summed there in parameter order.
+  std::vector<at::Tensor> grads;
   std::vector<at::Tensor> norms;
   for (const auto& p : params) {
     const at::Tensor& g = p.grad();
-    if (g.defined()) norms.push_back(g.to(torch::kFloat64).norm());
+    if (!g.defined()) continue;
+    grads.push_back(g);
+    norms.push_back(g.to(torch::kFloat64).norm());
   }
   double sum_sq = 0.0;
   if (!norms.empty()) {
@@ -26,10 +29,6 @@ double ClipGradNorm(const std::vector<at::Tensor>& params, double max_norm) {
     const double scale = max_norm / (norm + 1e-6);
     // One multi-tensor multiply (a few kernels on a GPU instead of one per gradient; on the CPU
     // the same g.mul_(scale) per gradient).
-    std::vector<at::Tensor> grads;
-    for (const auto& p : params) {
-      if (p.grad().defined()) grads.push_back(p.grad());
-    }
     at::_foreach_mul_(grads, at::Scalar(scale));
   }
   return norm;

@@ -66,13 +66,11 @@ void StepAdamW(torch::optim::AdamW& optimizer) {
   auto& state = optimizer.state();
   for (auto& group : optimizer.param_groups()) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
-    std::vector<at::Tensor> decayed;
     std::map<int64_t, Bucket> buckets;  // by the step count before this step; normally one
     for (const auto& p : group.params()) {
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
       TORCH_CHECK(!grad.is_sparse(), "AdamW does not support sparse gradients");
-      decayed.push_back(p);
       const OptimizerStateKey key = StateKey(p);
       auto it = state.find(key);
       if (it == state.end()) {  // as step(): created on the first update with a gradient
@@ -90,13 +88,13 @@ void StepAdamW(torch::optim::AdamW& optimizer) {
       b.exp_avg_sqs.push_back(s.exp_avg_sq());
       b.states.push_back(&s);
     }
-    if (decayed.empty()) continue;
-    // step() decays each parameter just before its own update; decaying the whole group first
-    // keeps each parameter's operations in the same order, so the floats are the same.
-    if (o.weight_decay() != 0) {
-      at::_foreach_mul_(decayed, at::Scalar(1 - o.lr() * o.weight_decay()));
+    for (auto& [step, b] : buckets) {
+      // step() decays each parameter just before its own update: the same order per parameter.
+      if (o.weight_decay() != 0) {
+        at::_foreach_mul_(b.params, at::Scalar(1 - o.lr() * o.weight_decay()));
+      }
+      Update(o, step + 1, b);
     }
-    for (auto& [step, b] : buckets) Update(o, step + 1, b);
   }
 }
 
