@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 namespace allot::envs::tinyworld {
@@ -21,10 +22,15 @@ const std::vector<std::string> kTrades = {
     "bee keeper", "glass blower", "clock mender", "boat builder", "cheese maker"};
 const std::vector<std::string> kAnimals = {"goats", "sheep", "geese", "horses", "pigs", "hens"};
 
+}  // namespace
+
 // Generates capitalized words no other call of this generator returned.
 class NameMaker {
  public:
   explicit NameMaker(SplitMix64& rng) : rng_(rng) {}
+
+  // Marks `word` as taken, as if Word() had returned it.
+  void Reserve(const std::string& word) { stems_.insert(Stem(word)); }
 
   Result<std::string> Word(int syllables, const std::string& ending = "") {
     for (int attempt = 0; attempt < 10000; ++attempt) {
@@ -34,13 +40,7 @@ class NameMaker {
         if (i + 1 == syllables && ending.empty()) w += rng_.Pick(kCodas);
       }
       w += ending;
-      // Distinct also after the stemming FTS5's porter tokenizer might do (a trailing s, e
-      // or y), so that no two names fall into one index term.
-      std::string stem = w;
-      while (!stem.empty() && (stem.back() == 's' || stem.back() == 'e' || stem.back() == 'y')) {
-        stem.pop_back();
-      }
-      if (w.size() < 4 || !stems_.insert(stem).second) continue;
+      if (w.size() < 4 || !stems_.insert(Stem(w)).second) continue;
       w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
       return w;
     }
@@ -48,9 +48,19 @@ class NameMaker {
   }
 
  private:
+  // Distinct also after the stemming FTS5's porter tokenizer might do (a trailing s, e or y),
+  // so that no two names fall into one index term.
+  static std::string Stem(std::string w) {
+    for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    while (!w.empty() && (w.back() == 's' || w.back() == 'e' || w.back() == 'y')) w.pop_back();
+    return w;
+  }
+
   SplitMix64& rng_;
   std::set<std::string> stems_;
 };
+
+namespace {
 
 // `what` names the missing fact: "the founding year of Vemere".
 SolutionStep Search(const std::string& what, std::string query, std::string result) {
@@ -82,6 +92,24 @@ TaskItem FactItem(std::string_view bucket, std::string question, std::string ans
   t.page_id = page_id;
   t.key = t.question;
   return t;
+}
+
+// `text` with every maximal run of letters replaced by f(run).
+std::string MapWords(const std::string& text,
+                     const std::function<std::string(const std::string&)>& f) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i) {
+      out += text[i++];
+    } else {
+      out += f(text.substr(i, j - i));
+      i = j;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -211,6 +239,71 @@ std::vector<TaskItem> AllFactItems(const KnowledgeWorld& w, std::string_view buc
                   Read(river, t.name + " is on the river " + t.river + ".")};
       out.push_back(std::move(it));
     }
+  }
+  return out;
+}
+
+FreshNames::FreshNames(const KnowledgeWorld& world, SplitMix64& rng)
+    : maker_(std::make_unique<NameMaker>(rng)), rng_(rng) {
+  for (const Town& t : world.towns) {
+    for (const std::string& end : kTownEnds) {
+      if (t.name.size() > end.size() && t.name.ends_with(end)) shape_[t.name] = end;
+    }
+    shape_.emplace(t.river, "river");
+  }
+  for (const Person& p : world.people) {
+    const size_t space = p.name.find(' ');
+    shape_[p.name.substr(0, space)] = "first";
+    if (space != std::string::npos) shape_[p.name.substr(space + 1)] = "last";
+  }
+  for (const auto& [word, shape] : shape_) maker_->Reserve(word);
+  for (const std::string& n : world.first_names) maker_->Reserve(n);
+}
+
+FreshNames::~FreshNames() = default;
+
+Result<std::string> FreshNames::Fresh(const std::string& word) {
+  const std::string& shape = shape_.at(word);
+  if (shape == "first" || shape == "river") return maker_->Word(2);
+  // The world's town and last names have one syllable (and an ending) or two; the ~1,000
+  // one-syllable words run out over a few thousand renamed items, so half of the fresh ones
+  // get two, and all of them once the short ones are gone.
+  const std::string ending = shape == "last" ? "" : shape;
+  if (rng_.Percent(50)) {
+    if (auto short_word = maker_->Word(1, ending); short_word.ok()) return short_word;
+  }
+  return maker_->Word(2, ending);
+}
+
+Result<TaskItem> FreshNames::Rename(const TaskItem& item) {
+  TaskItem out = item;
+  std::vector<std::string*> texts = {&out.question, &out.answer, &out.value, &out.entity, &out.key};
+  for (std::string& c : out.choices) texts.push_back(&c);
+  for (SolutionStep& s : out.steps) {
+    for (std::string* f : {&s.subtask, &s.text, &s.tool_query, &s.tool_result}) texts.push_back(f);
+  }
+  // The item's name words in order of first appearance, each with its fresh word.
+  std::map<std::string, std::string> names;
+  Status status;
+  for (const std::string* text : texts) {
+    MapWords(*text, [&](const std::string& word) {
+      if (status.ok() && shape_.contains(word) && !names.contains(word)) {
+        auto fresh = Fresh(word);
+        if (fresh.ok()) {
+          names[word] = *fresh;
+        } else {
+          status = fresh.status();
+        }
+      }
+      return word;
+    });
+  }
+  ALLOT_RETURN_IF_ERROR(status);
+  for (std::string* text : texts) {
+    *text = MapWords(*text, [&](const std::string& word) {
+      auto it = names.find(word);
+      return it == names.end() ? word : it->second;
+    });
   }
   return out;
 }

@@ -7,6 +7,8 @@
 // entity's name ranks its own page first.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,31 @@ struct KnowledgeWorld {
   std::vector<CorpusPage> Corpus() const;
   CorpusPage PageOf(const Town& t) const;
   CorpusPage PageOf(const Person& p) const;
+};
+
+class NameMaker;  // knowledge_world.cc: capitalized words no earlier call returned
+
+// Fresh names for the SFT data (SftConfig::fresh_names_percent). A fact item renamed by it asks
+// the same question about an entity nobody else is called: every name word of the world in the
+// item (person, town, river) becomes a new word of the same shape, the same new word everywhere
+// in the item (question, steps, tool queries and results, choices, answer). Trained on the
+// world's own train names, the tiny tiers memorise the ~450 of them and, asked about a test
+// entity, search for a train look-alike; with fresh names the only way to a right query is to
+// copy the name from the question, and the only way to the next query is to copy it from the
+// result. No fresh name is a name of the world or of another renamed item.
+class FreshNames {
+ public:
+  FreshNames(const KnowledgeWorld& world, SplitMix64& rng);
+  ~FreshNames();
+  Result<TaskItem> Rename(const TaskItem& item);
+
+ private:
+  Result<std::string> Fresh(const std::string& word);
+
+  std::unique_ptr<NameMaker> maker_;
+  SplitMix64& rng_;
+  std::map<std::string, std::string> shape_;  // world name word -> "first", "last", "river" or
+                                              // a town ending ("holt")
 };
 
 Result<KnowledgeWorld> MakeKnowledgeWorld(const KnowledgeWorldConfig& config, SplitMix64& rng);

@@ -48,6 +48,10 @@ struct SftConfig {
   // Decompose block's three). Those records are long and take most of the tokens at 100; the
   // half left out goes to the arithmetic the tiers answer with (direct, cot, step).
   int64_t rlot_percent = 50;
+  // Share of the train fact items whose records ask about freshly named entities instead of
+  // their own (FreshNames, knowledge_world.h), so that the tiers learn to copy a name into a
+  // search query rather than memorise the train split's names. 0 keeps every record as is.
+  int64_t fresh_names_percent = 0;
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -61,6 +65,10 @@ struct SftConfig {
              .choices = {"reasoned", "raw"}});
     v.Field("rlot_percent", rlot_percent,
             {.doc = "tool-free items that get the RLoT records", .min = 0, .max = 100});
+    v.Field("fresh_names_percent", fresh_names_percent,
+            {.doc = "train fact items whose records use freshly generated names",
+             .min = 0,
+             .max = 100});
   }
 };
 

@@ -169,10 +169,23 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
   for (const TaskItem& item : w.test) {
     if (!item.multiple_choice()) held_out.insert(item.question);
   }
+  if (config.sft.fresh_names_percent < 0 || config.sft.fresh_names_percent > 100) {
+    return InvalidArgument("tiny world: sft.fresh_names_percent must be in 0..100, got " +
+                           std::to_string(config.sft.fresh_names_percent));
+  }
   SplitMix64 sft_rng = root.Fork("sft");
+  // Its own stream, so that renaming leaves every other record's draws as they were.
+  SplitMix64 fresh_rng = root.Fork("sft/fresh_names");
+  FreshNames fresh(w.knowledge, fresh_rng);
   for (const TaskItem& item : w.train) {
+    TaskItem renamed;
+    const bool rename = config.sft.fresh_names_percent > 0 && item.kind == "fact" &&
+                        fresh_rng.Percent(config.sft.fresh_names_percent);
+    if (rename) {
+      ALLOT_ASSIGN_OR_RETURN(renamed, fresh.Rename(item));
+    }
     ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
-                           MakeSftRecords(item, config.sft, sft_rng, held_out));
+                           MakeSftRecords(rename ? renamed : item, config.sft, sft_rng, held_out));
     for (auto& r : records) w.sft.push_back(std::move(r));
   }
   return w;
@@ -237,6 +250,9 @@ Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig
     longest = std::max(longest, r.prompt.size() + r.completion.size());
   }
   manifest["sft_formats"] = formats;
+  if (config.sft.fresh_names_percent > 0) {
+    manifest["sft_fresh_names_percent"] = config.sft.fresh_names_percent;
+  }
   manifest["sft_longest_record_bytes"] = longest;
   const std::string text = manifest.dump(2) + "\n";
   ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/manifest.json", text));

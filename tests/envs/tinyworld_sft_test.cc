@@ -437,6 +437,67 @@ TEST(TinyWorldSftTest, CogerPromptTemplatesRenderTheTrainedPrompts) {
   }
 }
 
+// The words of `text` made of letters, in order.
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> out;
+  const std::regex word("[A-Za-z]+");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), word); it != std::sregex_iterator();
+       ++it) {
+    out.push_back(it->str());
+  }
+  return out;
+}
+
+TEST(TinyWorldSftTest, FreshNamesRenameFactItemsConsistentlyAndTouchNothingElse) {
+  TinyWorldConfig plain = SmallConfig();
+  plain.buckets = {"add2", "word", "fact", "fact2"};
+  TinyWorldConfig fresh = plain;
+  fresh.sft.fresh_names_percent = 100;
+  auto a = GenerateTinyWorld(plain);
+  auto b = GenerateTinyWorld(fresh);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->sft.size(), b->sft.size());
+  std::set<std::string> world_names;
+  for (const Town& t : b->knowledge.towns) world_names.insert({t.name, t.river});
+  for (const Person& p : b->knowledge.people) {
+    for (const std::string& w : Words(p.name)) world_names.insert(w);
+  }
+  const std::regex query("<\\|begin_tool_query\\|> search (.*) \\S+ <\\|end_tool_query\\|>$");
+  std::set<std::string> first_queries;
+  size_t renamed = 0, first_segments = 0;
+  for (size_t i = 0; i < b->sft.size(); ++i) {
+    const SftRecord& r = b->sft[i];
+    const bool fact = r.item_id.find("-fact") != std::string::npos;
+    if (!fact) {
+      // Renaming draws from its own stream: every other record is byte for byte the same.
+      EXPECT_EQ(r.prompt, a->sft[i].prompt);
+      EXPECT_EQ(r.completion, a->sft[i].completion);
+      continue;
+    }
+    ++renamed;
+    for (const std::string& w : Words(r.prompt + " " + r.completion)) {
+      ASSERT_EQ(world_names.count(w), 0u)
+          << "a name of the world is left: " << w << " in " << r.prompt << r.completion;
+    }
+    std::smatch m;
+    if (r.format != "tool" || !std::regex_search(r.completion, m, query)) continue;
+    // Whatever the query names was said before it: in the question or in a tool result.
+    const std::string named = m[1];
+    EXPECT_NE(r.prompt.find(named), std::string::npos) << r.prompt << r.completion;
+    if (r.prompt.find("<|begin_tool_result|>") == std::string::npos) {
+      ++first_segments;
+      first_queries.insert(named);
+    }
+  }
+  EXPECT_GT(renamed, 100u);
+  // Each item its own names: the four questions about one person ask about four people.
+  EXPECT_GT(first_segments, 50u);
+  EXPECT_EQ(first_queries.size(), first_segments);
+
+  fresh.sft.fresh_names_percent = 101;
+  EXPECT_FALSE(GenerateTinyWorld(fresh).ok());
+}
+
 TEST(TinyWorldSftTest, UnknownFormatIsRefused) {
   SftConfig c;
   c.formats = {"cot", "poem"};
