@@ -60,6 +60,9 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
   gen->add_option("--fresh-names", a->config.sft.fresh_names_percent,
                   "percent of train fact items whose SFT records use freshly generated names")
       ->check(CLI::Range(0, 100));
+  gen->add_option("--fresh-name-copies", a->config.sft.fresh_names_copies,
+                  "records of each renamed fact item, each with names of its own")
+      ->check(CLI::PositiveNumber);
   gen->add_option("--check", a->check,
                   "a reference manifest.json: exit 1 unless every file matches its sha256");
   gen->callback([=] {

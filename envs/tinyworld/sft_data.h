@@ -52,6 +52,9 @@ struct SftConfig {
   // their own (FreshNames, knowledge_world.h), so that the tiers learn to copy a name into a
   // search query rather than memorise the train split's names. 0 keeps every record as is.
   int64_t fresh_names_percent = 0;
+  // How many times each renamed item is written, each time with names of its own: more
+  // copying to learn from without more of anything else.
+  int64_t fresh_names_copies = 1;
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -69,6 +72,8 @@ struct SftConfig {
             {.doc = "train fact items whose records use freshly generated names",
              .min = 0,
              .max = 100});
+    v.Field("fresh_names_copies", fresh_names_copies,
+            {.doc = "records of each renamed fact item, each with its own names", .min = 1});
   }
 };
 

@@ -173,20 +173,31 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
     return InvalidArgument("tiny world: sft.fresh_names_percent must be in 0..100, got " +
                            std::to_string(config.sft.fresh_names_percent));
   }
+  if (config.sft.fresh_names_copies < 1) {
+    return InvalidArgument("tiny world: sft.fresh_names_copies must be >= 1, got " +
+                           std::to_string(config.sft.fresh_names_copies));
+  }
   SplitMix64 sft_rng = root.Fork("sft");
   // Its own stream, so that renaming leaves every other record's draws as they were.
   SplitMix64 fresh_rng = root.Fork("sft/fresh_names");
   FreshNames fresh(w.knowledge, fresh_rng);
   for (const TaskItem& item : w.train) {
-    TaskItem renamed;
     const bool rename = config.sft.fresh_names_percent > 0 && item.kind == "fact" &&
                         fresh_rng.Percent(config.sft.fresh_names_percent);
-    if (rename) {
-      ALLOT_ASSIGN_OR_RETURN(renamed, fresh.Rename(item));
+    if (!rename) {
+      ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
+                             MakeSftRecords(item, config.sft, sft_rng, held_out));
+      for (auto& r : records) w.sft.push_back(std::move(r));
+      continue;
     }
-    ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
-                           MakeSftRecords(rename ? renamed : item, config.sft, sft_rng, held_out));
-    for (auto& r : records) w.sft.push_back(std::move(r));
+    for (int64_t copy = 0; copy < config.sft.fresh_names_copies; ++copy) {
+      ALLOT_ASSIGN_OR_RETURN(TaskItem renamed, fresh.Rename(item));
+      // The extra copies draw from the renaming stream, so sft_rng sees one item as before.
+      ALLOT_ASSIGN_OR_RETURN(
+          std::vector<SftRecord> records,
+          MakeSftRecords(renamed, config.sft, copy == 0 ? sft_rng : fresh_rng, held_out));
+      for (auto& r : records) w.sft.push_back(std::move(r));
+    }
   }
   return w;
 }
@@ -252,6 +263,7 @@ Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig
   manifest["sft_formats"] = formats;
   if (config.sft.fresh_names_percent > 0) {
     manifest["sft_fresh_names_percent"] = config.sft.fresh_names_percent;
+    manifest["sft_fresh_names_copies"] = config.sft.fresh_names_copies;
   }
   manifest["sft_longest_record_bytes"] = longest;
   const std::string text = manifest.dump(2) + "\n";

@@ -494,6 +494,33 @@ TEST(TinyWorldSftTest, FreshNamesRenameFactItemsConsistentlyAndTouchNothingElse)
   EXPECT_GT(first_segments, 50u);
   EXPECT_EQ(first_queries.size(), first_segments);
 
+  // Copies: each renamed item twice, about different people; every other record as before.
+  fresh.sft.fresh_names_copies = 2;
+  auto c = GenerateTinyWorld(fresh);
+  ASSERT_TRUE(c.ok());
+  std::vector<const SftRecord*> others_a, others_c;
+  std::map<std::string, std::set<std::string>> first_prompts;  // item -> its first tool prompts
+  for (const SftRecord& r : a->sft) {
+    if (r.item_id.find("-fact") == std::string::npos) others_a.push_back(&r);
+  }
+  for (const SftRecord& r : c->sft) {
+    if (r.item_id.find("-fact") == std::string::npos) {
+      others_c.push_back(&r);
+    } else if (r.format == "tool" && r.prompt.find("<|begin_tool_result|>") == std::string::npos) {
+      first_prompts[r.item_id].insert(r.prompt);
+    }
+  }
+  EXPECT_EQ(c->sft.size() - others_c.size(), 2 * renamed);
+  ASSERT_EQ(others_c.size(), others_a.size());
+  for (size_t i = 0; i < others_a.size(); ++i) {
+    EXPECT_EQ(others_c[i]->completion, others_a[i]->completion);
+  }
+  ASSERT_FALSE(first_prompts.empty());
+  for (const auto& [id, prompts] : first_prompts) EXPECT_EQ(prompts.size(), 2u) << id;
+
+  fresh.sft.fresh_names_copies = 0;
+  EXPECT_FALSE(GenerateTinyWorld(fresh).ok());
+  fresh.sft.fresh_names_copies = 1;
   fresh.sft.fresh_names_percent = 101;
   EXPECT_FALSE(GenerateTinyWorld(fresh).ok());
 }
