@@ -12,6 +12,8 @@ accuracy per difficulty (add1 add2 mul21 mul22 word mul33 fact fact2) and per fo
              the arithmetic), ask the same model to read the output (the reason_in_tool
              format), insert <|begin_tool_result|> reading <|end_tool_result|>, continue
   tool_query the share of tool items whose first query is the reference's, word for word
+  tool_entity the share of fact items whose first query contains the entity's name (copied from
+             the question; the tiers never saw a test entity)
   route      CogER App. B.1 level tag: the share of well-formed tags (the SFT labels are
              random levels, so only the format is learned)
   self_eval  RLoT Table 1: the share of replies with all seven "K score=S reason=..." lines,
@@ -200,8 +202,9 @@ def reference_queries(item):
 
 
 def evaluate_item(server, knowledge, item, fmt):
-    """One (item, format): returns (score 0/1, reply). For "tool" the score is a pair: the
-    answer, and whether the first query equals the reference's (None without one)."""
+    """One (item, format): returns (score 0/1, reply). For "tool" the score is a triple: the
+    answer, whether the first query equals the reference's (None without one), and whether it
+    names the item's entity (None for items without one)."""
     q = full_question(item)
     if fmt in ("direct", "cot"):
         reply, _ = server.complete(prompt(q, "", ASK[fmt]), MAX_TOKENS[fmt])
@@ -210,7 +213,9 @@ def evaluate_item(server, knowledge, item, fmt):
         reply, queries = run_tool(server, knowledge, item)
         ref = reference_queries(item)
         first = None if not ref else int(bool(queries) and queries[0] == ref[0])
-        return (int(correct(reply, item["answer"])), first), reply
+        entity = item.get("entity") or None
+        named = None if entity is None else int(bool(queries) and entity in queries[0])
+        return (int(correct(reply, item["answer"])), first, named), reply
     if fmt == "route":
         reply, _ = server.complete(prompt(q, "", ASK["route"]), MAX_TOKENS["route"])
         ok = re.fullmatch(r"(?s)(.*\S )?<question_level>L[1-4]</question_level>\s*", reply)
@@ -279,8 +284,10 @@ def main():
         for (it, fmt), (score, reply) in zip(jobs, scores):
             cells = [(fmt, score)]
             if fmt == "tool":
-                cells = [("tool", score[0])] + ([("tool_query", score[1])] if score[1] is not None
-                                                else [])
+                cells = [("tool", score[0])] + [
+                    (name, value) for name, value in (("tool_query", score[1]),
+                                                      ("tool_entity", score[2]))
+                    if value is not None]
             for name, value in cells:
                 cell = table.setdefault(name, {}).setdefault(it["difficulty"], [0, 0])
                 cell[0] += value
@@ -295,7 +302,8 @@ def main():
     print(header)
     print("|" + "---|" * (len(DIFFICULTIES) + 3))
     for tier in tiers:
-        for fmt in [f for f in formats + ["tool_query"] if f in results[tier]["table"]]:
+        extra = ["tool_query", "tool_entity"]
+        for fmt in [f for f in formats + extra if f in results[tier]["table"]]:
             row = results[tier]["table"].get(fmt, {})
             cells, right, total = [], 0, 0
             for d in DIFFICULTIES:
