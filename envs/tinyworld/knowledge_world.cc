@@ -265,9 +265,9 @@ FreshNames::~FreshNames() = default;
 Result<std::string> FreshNames::Fresh(const std::string& word) {
   const std::string& shape = shape_.at(word);
   if (shape == "first" || shape == "river") return maker_->Word(2);
-  // The world's town and last names have one syllable (and an ending) or two; the ~1,000
-  // one-syllable words run out over a few thousand renamed items, so half of the fresh ones
-  // get two, and all of them once the short ones are gone.
+  // The world's town names have one syllable and an ending, its last names one syllable or
+  // two. The ~1,000 short words of each kind run out over a few thousand renamed items, so half
+  // of the fresh ones get two syllables, and all of them once the short ones are gone.
   const std::string ending = shape == "last" ? "" : shape;
   if (rng_.Percent(50)) {
     if (auto short_word = maker_->Word(1, ending); short_word.ok()) return short_word;

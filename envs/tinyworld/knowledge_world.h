@@ -81,6 +81,7 @@ class NameMaker;  // knowledge_world.cc: capitalized words no earlier call retur
 // result. No fresh name is a name of the world or of another renamed item.
 class FreshNames {
  public:
+  // Draws from `rng`, which must outlive it.
   FreshNames(const KnowledgeWorld& world, SplitMix64& rng);
   ~FreshNames();
   Result<TaskItem> Rename(const TaskItem& item);
