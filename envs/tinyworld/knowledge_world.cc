@@ -282,29 +282,24 @@ Result<TaskItem> FreshNames::Rename(const TaskItem& item) {
   for (SolutionStep& s : out.steps) {
     for (std::string* f : {&s.subtask, &s.text, &s.tool_query, &s.tool_result}) texts.push_back(f);
   }
-  // The item's name words in order of first appearance, each with its fresh word.
+  // Each name word gets its fresh word where it first appears and keeps it in the rest of the
+  // item.
   std::map<std::string, std::string> names;
   Status status;
-  for (const std::string* text : texts) {
-    MapWords(*text, [&](const std::string& word) {
-      if (status.ok() && shape_.contains(word) && !names.contains(word)) {
-        auto fresh = Fresh(word);
-        if (fresh.ok()) {
-          names[word] = *fresh;
-        } else {
-          status = fresh.status();
-        }
+  for (std::string* text : texts) {
+    *text = MapWords(*text, [&](const std::string& word) {
+      if (!status.ok() || !shape_.contains(word)) return word;
+      auto it = names.find(word);
+      if (it != names.end()) return it->second;
+      auto fresh = Fresh(word);
+      if (!fresh.ok()) {
+        status = fresh.status();
+        return word;
       }
-      return word;
+      return names.emplace(word, *fresh).first->second;
     });
   }
   ALLOT_RETURN_IF_ERROR(status);
-  for (std::string* text : texts) {
-    *text = MapWords(*text, [&](const std::string& word) {
-      auto it = names.find(word);
-      return it == names.end() ? word : it->second;
-    });
-  }
   return out;
 }
 
