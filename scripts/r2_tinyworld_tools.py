@@ -76,7 +76,7 @@ def make_data(test, train, out_dir, n_eval, n_alloc):
         for r in have:
             cand = {"subtasks": subs[r["id"]], "tokens": 0, "incoherent_pairs": 0, "correct": True}
             f.write(json.dumps({"question": r["question"], "candidates": [cand]}) + "\n")
-    # The allocator data skips the items the decomposer data starts with, then takes n_alloc.
+    # The allocator data: the first n_alloc of the same items (the decomposer data has them all).
     with open(f"{out_dir}/allocator_in.jsonl", "w") as f:
         for r in have[:n_alloc]:
             f.write(json.dumps({"question": r["question"], "answer": r["answer"],
