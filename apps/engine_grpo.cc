@@ -158,6 +158,7 @@ int RunGrpoEngine(RunContext& ctx) {
   o.load.device = cfg.model.device;
   o.load.packing = cfg.model.packing;
   o.load.gradient_checkpointing = cfg.model.gradient_checkpointing;
+  o.load.checkpoint_layers = cfg.model.checkpoint_layers;
   o.logprob_chunk_tokens = cfg.model.logprob_chunk_tokens;
   o.env = cfg.env.name;
   // Workers get the resolved recipe (secrets redacted: they resolve their own keys).
@@ -233,8 +234,8 @@ int RunGrpoEngine(RunContext& ctx) {
     return kExitError;
   }
   if (!rank0) {
-    spdlog::info("rank {} of {}: {} steps trained on its shard, policy version {}",
-                 (*comm)->rank(), (*comm)->world_size(), summary->steps, summary->policy_version);
+    spdlog::info("rank {} of {}: {} steps trained on its shard, policy version {}", (*comm)->rank(),
+                 (*comm)->world_size(), summary->steps, summary->policy_version);
     return kExitOk;
   }
   WriteCurves(ctx.run);

@@ -6,6 +6,22 @@ int RunDqnEngine(RunContext& ctx);
 int RunSftEngine(RunContext& ctx);
 int RunGrpoEngine(RunContext& ctx);
 
+namespace {
+
+// model.checkpoint_layers narrows model.gradient_checkpointing (grpo and sft); without it, it
+// would do nothing.
+Status CheckCheckpointLayers(const config::ConfigNode& written, const AllotConfig& cfg,
+                             const std::string& source) {
+  const config::ConfigNode* model = written.Find("model");
+  const config::ConfigNode* n = model == nullptr ? nullptr : model->Find("checkpoint_layers");
+  if (n == nullptr || cfg.model.gradient_checkpointing) return Status::Ok();
+  return InvalidArgument("config " + source + ":\n  " + n->origin().ToString() +
+                         ": model.checkpoint_layers has no effect while "
+                         "model.gradient_checkpointing is false");
+}
+
+}  // namespace
+
 Status CheckRecipe(const LoadedConfig& loaded, const std::vector<std::string>& overrides,
                    bool resume) {
   config::ConfigNode written = config::ConfigNode::Map(config::Origin{"--set", 0, 0});
@@ -16,6 +32,9 @@ Status CheckRecipe(const LoadedConfig& loaded, const std::vector<std::string>& o
   const std::string source = resume ? "--set (resume of " + loaded.source + ")" : loaded.source;
   const std::string& algorithm = loaded.config.trainer.algorithm;
   if (algorithm == "dqn") return CheckDqnRecipe(written, source);
+  if (algorithm == "grpo" || algorithm == "sft") {
+    ALLOT_RETURN_IF_ERROR(CheckCheckpointLayers(written, loaded.config, source));
+  }
   if (algorithm == "grpo") return CheckGrpoRecipe(written, loaded.config, source);
   if (algorithm == "sft") return CheckSftRecipe(written, loaded.config, source);
   return Status::Ok();  // no engine: refused by FindTrainEngine

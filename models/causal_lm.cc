@@ -464,13 +464,12 @@ at::Tensor CausalLMImpl::RunDecoder(const at::Tensor& input_ids, const at::Tenso
   at::Tensor cos = emb.cos().to(dtype_).unsqueeze(1);  // [B, 1, T, D]
   at::Tensor sin = emb.sin().to(dtype_).unsqueeze(1);
 
-  const bool checkpoint =
-      gradient_checkpointing_ && is_training() && cache == nullptr && at::GradMode::is_enabled();
+  const bool training = is_training() && cache == nullptr && at::GradMode::is_enabled();
   at::Tensor h = embed_tokens_(input_ids);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = layers_[l];
     const int64_t index = static_cast<int64_t>(l);
-    if (!checkpoint) {
+    if (!training || index >= checkpoint_layers_) {
       h = layer->forward(h, cos, sin, allowed, cache, index, segments);
       continue;
     }
@@ -589,8 +588,25 @@ Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const std::string& dir,
     ALLOT_RETURN_IF_ERROR(LoadInto(*checkpoint, source, item.key(), item.value()));
   }
   model->set_packing(options.packing);
-  model->set_gradient_checkpointing(options.gradient_checkpointing);
+  ALLOT_RETURN_IF_ERROR(
+      model->SetGradientCheckpointing(options.gradient_checkpointing, options.checkpoint_layers));
   return model;
+}
+
+Status CausalLMImpl::SetGradientCheckpointing(bool on, int64_t layers) {
+  const auto total = static_cast<int64_t>(layers_.size());
+  if (layers < -1 || layers > total) {
+    return InvalidArgument("model.checkpoint_layers: " + std::to_string(layers) +
+                           ", but the model has " + std::to_string(total) +
+                           " decoder layers (-1 = all of them)");
+  }
+  if (!on && layers != -1) {
+    return InvalidArgument("model.checkpoint_layers: " + std::to_string(layers) +
+                           " is set, but model.gradient_checkpointing is off: set it to true "
+                           "(or drop checkpoint_layers)");
+  }
+  checkpoint_layers_ = !on ? 0 : layers == -1 ? total : layers;
+  return Status::Ok();
 }
 
 Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const ModelConfig& config) {
@@ -600,6 +616,7 @@ Result<std::shared_ptr<CausalLMImpl>> CausalLMImpl::Load(const ModelConfig& conf
   options.device = config.device;
   options.packing = config.packing;
   options.gradient_checkpointing = config.gradient_checkpointing;
+  options.checkpoint_layers = config.checkpoint_layers;
   return Load(config.path, options);
 }
 

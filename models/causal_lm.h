@@ -77,7 +77,8 @@ struct LoadOptions {
   std::string dtype = "auto";  // "auto" (config.json torch_dtype), float32, bfloat16, float16
   std::string device = "cpu";
   bool packing = true;                  // set_packing
-  bool gradient_checkpointing = false;  // set_gradient_checkpointing
+  bool gradient_checkpointing = false;  // SetGradientCheckpointing
+  int64_t checkpoint_layers = -1;       // with gradient_checkpointing: the first N layers; -1 all
 };
 
 class CausalLMImpl : public torch::nn::Module {
@@ -132,8 +133,16 @@ class CausalLMImpl : public torch::nn::Module {
   bool packing() const { return packing_; }
   // model.gradient_checkpointing: in training mode with grad enabled, each decoder layer keeps
   // only its input and is recomputed in backward (layer_checkpoint.h). Default off.
-  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
-  bool gradient_checkpointing() const { return gradient_checkpointing_; }
+  void set_gradient_checkpointing(bool on) {
+    checkpoint_layers_ = on ? static_cast<int64_t>(layers_.size()) : 0;
+  }
+  // model.checkpoint_layers: only the first `layers` decoder layers are recomputed (-1: all), the
+  // others keep their activations, as Megatron's recompute_num_layers with the block method: a
+  // long batch that does not fit without checkpointing skips part of the extra forward. `layers`
+  // without `on` is an error, as is more layers than the model has (both name the field).
+  Status SetGradientCheckpointing(bool on, int64_t layers = -1);
+  bool gradient_checkpointing() const { return checkpoint_layers_ > 0; }
+  int64_t checkpoint_layers() const { return checkpoint_layers_; }
 
   const TransformerConfig& config() const { return config_; }
   at::ScalarType dtype() const { return dtype_; }
@@ -171,7 +180,7 @@ class CausalLMImpl : public torch::nn::Module {
   std::vector<LinearSite> sites_;
   at::Tensor inv_freq_;  // float32 [head_dim / 2]
   bool packing_ = true;
-  bool gradient_checkpointing_ = false;
+  int64_t checkpoint_layers_ = 0;  // decoder layers recomputed in backward, from the first
 
   // Embedding, the decoder layers (checkpointed when asked) and the final norm, for a mask
   // `allowed` [B or 1, 1, T, S] (undefined = everything) and positions [B, T]; with `segments`,

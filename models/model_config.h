@@ -11,13 +11,14 @@ namespace allot::models {
 
 // `model:` in a recipe.
 struct ModelConfig {
-  std::string path;                    // Hugging Face directory: config.json + *.safetensors
-  std::string tokenizer;               // tokenizer.json or a directory; empty = `path`
-  std::string dtype = "auto";          // auto = config.json torch_dtype
-  std::string device = "cpu";          // "cpu", "cuda", "cuda:1"
-  int64_t logprob_chunk_tokens = 512;  // rows of [tokens, vocab] logits alive at once
-  bool packing = true;                 // training log-probs pack variable-length batches
+  std::string path;                     // Hugging Face directory: config.json + *.safetensors
+  std::string tokenizer;                // tokenizer.json or a directory; empty = `path`
+  std::string dtype = "auto";           // auto = config.json torch_dtype
+  std::string device = "cpu";           // "cpu", "cuda", "cuda:1"
+  int64_t logprob_chunk_tokens = 512;   // rows of [tokens, vocab] logits alive at once
+  bool packing = true;                  // training log-probs pack variable-length batches
   bool gradient_checkpointing = false;  // recompute each decoder layer in backward
+  int64_t checkpoint_layers = -1;       // with it: only the first N layers (-1 = all)
 
   void Describe(config::Visitor& v) {
     v.Field("path", path, {.doc = "Hugging Face model directory (config.json + safetensors)"});
@@ -36,6 +37,10 @@ struct ModelConfig {
     v.Field("gradient_checkpointing", gradient_checkpointing,
             {.doc = "training recomputes each decoder layer in backward instead of keeping its "
                     "activations (less memory, one more forward)"});
+    v.Field("checkpoint_layers", checkpoint_layers,
+            {.doc = "with gradient_checkpointing: recompute only the first N decoder layers and "
+                    "keep the others' activations (-1 = all layers; more memory, less recompute)",
+             .min = -1.0});
   }
 };
 

@@ -9,7 +9,8 @@
 //                    [--model tiny|qwen2-0.5b|qwen2-1.5b|qwen3-0.6b|qwen3-4b]
 //                    [--lora-targets all-linear|q,k,v,o]
 //                    [--batch B] [--group G] [--prompt-len P] [--completion-min C0]
-//                    [--completion-max C1] [--grad-checkpointing 0|1] [--chunk-tokens N]
+//                    [--completion-max C1] [--grad-checkpointing 0|1]
+//                    [--checkpoint-layers N] [--chunk-tokens N]
 //                    [--peak-tflops F] [--profile TRACE.json]
 //
 // The model (random weights, N(0, 0.02) as transformers initialises them), the adapter (lora_B
@@ -88,6 +89,7 @@ struct Args {
   int64_t prompt_min = 32, prompt_max = 96;
   int64_t completion_min = 16, completion_max = 256;
   int grad_checkpointing = 0;
+  int64_t checkpoint_layers = -1;  // with --grad-checkpointing 1: the first N layers (-1 all)
   int64_t chunk_tokens = 512;
   double peak_tflops = 989.4;
 };
@@ -328,6 +330,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
       {"--completion-min", [&](const std::string& v) { a.completion_min = std::stoll(v); }},
       {"--completion-max", [&](const std::string& v) { a.completion_max = std::stoll(v); }},
       {"--grad-checkpointing", [&](const std::string& v) { a.grad_checkpointing = std::stoi(v); }},
+      {"--checkpoint-layers", [&](const std::string& v) { a.checkpoint_layers = std::stoll(v); }},
       {"--chunk-tokens", [&](const std::string& v) { a.chunk_tokens = std::stoll(v); }},
       {"--peak-tflops", [&](const std::string& v) { a.peak_tflops = std::stod(v); }},
       {"--profile", [&](const std::string& v) { a.profile = v; }},
@@ -398,7 +401,8 @@ Status Run(const Args& a) {
     }
   }
   model->set_packing(a.packing != 0);
-  model->set_gradient_checkpointing(a.grad_checkpointing != 0);
+  ALLOT_RETURN_IF_ERROR(
+      model->SetGradientCheckpointing(a.grad_checkpointing != 0, a.checkpoint_layers));
   std::mt19937_64 rng(a.seed);
   trainer::grpo::RolloutBatch batch = MakeBatch(a, config.vocab_size, rng);
   {
@@ -474,6 +478,7 @@ Status Run(const Args& a) {
   std::printf(
       "{\"side\": \"allot\", \"torch_version\": \"%s\", \"model\": \"%s\", \"device\": \"%s\", "
       "\"dtype\": \"%s\", \"lora_targets\": \"%s\", \"grad_checkpointing\": %d, "
+      "\"checkpoint_layers\": %ld, "
       "\"threads\": %d, \"packing\": %d, \"runs\": %d, \"batch\": %ld, "
       "\"padded_len\": %ld, \"padded_slots\": %ld, \"tokens\": %.0f, \"trainable_tokens\": %ld, "
       "\"loss\": %.9g, \"grad_norm\": %.9g, \"entropy\": %.9g, "
@@ -484,13 +489,14 @@ Status Run(const Args& a) {
       "\"mfu\": %.6g, \"mfu_lora\": %.6g, \"gpu_peak_bytes\": %.0f, \"gpu_peak_gib\": %.3f, "
       "\"rss_base_mib\": %.1f, \"rss_peak_mib\": %.1f}\n",
       TORCH_VERSION, a.model.c_str(), a.device.c_str(), a.dtype.c_str(), a.lora_targets.c_str(),
-      a.grad_checkpointing, a.threads, a.packing, a.runs, static_cast<long>(a.batch),
-      static_cast<long>(batch.input_ids.size(1)), static_cast<long>(padded_slots), tokens,
-      static_cast<long>(batch.trainable_tokens), first.loss, first.grad_norm, first.entropy,
-      Median(wall), walls.c_str(), Median(cpu), tokens / Median(wall), tokens / Median(cpu),
-      flops.matmul_params, flops.lora_params, kFlopsConvention, flops.standard, flops.lora,
-      a.peak_tflops, flops.standard / Median(wall) / peak, flops.lora / Median(wall) / peak,
-      gpu_peak, gpu_peak / (1024.0 * 1024.0 * 1024.0), rss_base, StatusMiB("VmHWM"));
+      a.grad_checkpointing, static_cast<long>(model->checkpoint_layers()), a.threads, a.packing,
+      a.runs, static_cast<long>(a.batch), static_cast<long>(batch.input_ids.size(1)),
+      static_cast<long>(padded_slots), tokens, static_cast<long>(batch.trainable_tokens),
+      first.loss, first.grad_norm, first.entropy, Median(wall), walls.c_str(), Median(cpu),
+      tokens / Median(wall), tokens / Median(cpu), flops.matmul_params, flops.lora_params,
+      kFlopsConvention, flops.standard, flops.lora, a.peak_tflops,
+      flops.standard / Median(wall) / peak, flops.lora / Median(wall) / peak, gpu_peak,
+      gpu_peak / (1024.0 * 1024.0 * 1024.0), rss_base, StatusMiB("VmHWM"));
   return Status::Ok();
 }
 

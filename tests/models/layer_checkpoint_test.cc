@@ -91,6 +91,51 @@ TEST(LayerCheckpointTest, PackedBatchGradientsEqual) {
   ExpectSameGrads(grads(false), grads(true));
 }
 
+// model.checkpoint_layers: the first N layers are recomputed, the rest keep their activations;
+// the gradients are those of no checkpointing for every N. Fails if the layer index is off (a
+// layer skipped or run twice) or if N is ignored.
+TEST(LayerCheckpointTest, FirstLayersOnlyGradientsEqual) {
+  auto model = LoadTiny(0.0);
+  const at::Tensor ids = torch::randint(1, 64, {2, 24}, torch::kLong);
+  const auto plain = LoraGrads(*model, ids, false, 1);
+  for (int64_t n : {1, 2}) {
+    ASSERT_TRUE(model->SetGradientCheckpointing(true, n).ok());
+    EXPECT_EQ(model->checkpoint_layers(), n);
+    for (auto& p : model->LoraParameters()) p.mutable_grad() = at::Tensor();
+    model->TokenLogProbs(ids).sum().backward();
+    std::vector<at::Tensor> partial;
+    for (auto& p : model->LoraParameters()) partial.push_back(p.grad().clone());
+    ExpectSameGrads(plain, partial);
+  }
+  ASSERT_TRUE(model->SetGradientCheckpointing(true).ok());
+  EXPECT_EQ(model->checkpoint_layers(), 3);
+  ASSERT_TRUE(model->SetGradientCheckpointing(false).ok());
+  EXPECT_FALSE(model->gradient_checkpointing());
+}
+
+TEST(LayerCheckpointTest, CheckpointLayersOutOfRangeOrWithoutCheckpointingIsAnError) {
+  auto model = LoadTiny(0.0);
+  Status s = model->SetGradientCheckpointing(true, 4);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("model.checkpoint_layers: 4"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find("3 decoder layers"), std::string::npos) << s.ToString();
+  s = model->SetGradientCheckpointing(false, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("model.gradient_checkpointing"), std::string::npos) << s.ToString();
+  // Through the recipe's model section: Load refuses the same.
+  ModelConfig config;
+  TinyModelOptions o;
+  config.path = WriteTinyModel(MakeTempDir("ckpt_cfg"), o);
+  config.checkpoint_layers = 1;
+  auto loaded = CausalLMImpl::Load(config);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().ToString().find("model.checkpoint_layers"), std::string::npos);
+  config.gradient_checkpointing = true;
+  loaded = CausalLMImpl::Load(config);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->checkpoint_layers(), 1);
+}
+
 TEST(LayerCheckpointTest, FullFineTuningGradientsEqual) {
   TinyModelOptions o;
   auto loaded = CausalLMImpl::Load(WriteTinyModel(MakeTempDir("ckpt_full"), o));
@@ -127,22 +172,29 @@ TEST(LayerCheckpointIntegrationTest, LowersPeakMemoryOnALongSequence) {
   mallopt(M_MMAP_THRESHOLD, 64 * 1024);
   auto model = LoadTiny(0.0, /*layers=*/6);
   const at::Tensor ids = torch::randint(1, 64, {1, 768}, torch::kLong);
-  auto peak = [&](bool checkpoint) {
+  // layers: how many decoder layers are recomputed (0: no checkpointing).
+  auto peak = [&](int64_t layers) {
     model->train();
-    model->set_gradient_checkpointing(checkpoint);
+    EXPECT_TRUE(model->SetGradientCheckpointing(layers > 0, layers > 0 ? layers : -1).ok());
     for (auto& p : model->LoraParameters()) p.mutable_grad() = at::Tensor();
     std::ofstream("/proc/self/clear_refs") << "5";
     const double base = StatusMiB("VmRSS");
     model->TokenLogProbs(ids).sum().backward();
     return StatusMiB("VmHWM") - base;
   };
-  peak(false);  // warm-up: lazily initialised kernels and buffers
-  const double plain = peak(false);
-  const double checkpointed = peak(true);
+  peak(0);  // warm-up: lazily initialised kernels and buffers
+  const double plain = peak(0);
+  const double checkpointed = peak(6);
+  // model.checkpoint_layers 3: half the layers keep their activations, so the peak lies between.
+  const double half = peak(3);
   RecordProperty("peak_mib_plain", std::to_string(plain));
   RecordProperty("peak_mib_checkpointed", std::to_string(checkpointed));
-  std::printf("peak growth: %.1f MiB plain, %.1f MiB checkpointed\n", plain, checkpointed);
+  RecordProperty("peak_mib_half_checkpointed", std::to_string(half));
+  std::printf("peak growth: %.1f MiB plain, %.1f MiB checkpointed, %.1f MiB first 3 of 6\n", plain,
+              checkpointed, half);
   EXPECT_LT(checkpointed, 0.5 * plain);
+  EXPECT_GT(half, 1.3 * checkpointed);
+  EXPECT_LT(half, 0.8 * plain);
 }
 
 }  // namespace

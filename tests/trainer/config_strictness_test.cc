@@ -116,6 +116,22 @@ TEST_F(ConfigStrictnessIntegrationTest, ModelPackingUnderSftIsRefused) {
   EXPECT_TRUE(Has(a, "model.packing has no effect under the sft engine")) << a.output;
 }
 
+// model.checkpoint_layers narrows gradient checkpointing; with it off, it would do nothing.
+TEST_F(ConfigStrictnessIntegrationTest, CheckpointLayersWithoutCheckpointingIsRefused) {
+  for (const std::string& cmd : {"train -c " + grpo_, "sft -c " + sft_}) {
+    auto a = Allot(cmd + Out() + " --set model.checkpoint_layers=2");
+    EXPECT_EQ(a.code, 1) << a.output;
+    EXPECT_TRUE(Has(a, "--set model.checkpoint_layers")) << a.output;
+    EXPECT_TRUE(Has(a,
+                    "model.checkpoint_layers has no effect while "
+                    "model.gradient_checkpointing is false"))
+        << a.output;
+    auto b = Allot(cmd + Out() +
+                   " --set model.checkpoint_layers=2 --set model.gradient_checkpointing=true");
+    EXPECT_FALSE(Has(b, "has no effect")) << b.output;
+  }
+}
+
 // A worker's --set without a recipe used to be dropped in silence (the worker ran on defaults).
 TEST_F(ConfigStrictnessIntegrationTest, WorkerSetWithoutARecipeIsRefused) {
   auto a = Allot("rollout-worker --listen 127.0.0.1:0 --set rollout.worker.threads=4");

@@ -60,7 +60,8 @@ Result<std::shared_ptr<models::CausalLMImpl>> BuildModel(const SftRunOptions& o)
       item.value().zero_();  // Qwen2's q/k/v biases
     }
   }
-  model->set_gradient_checkpointing(o.model.gradient_checkpointing);
+  ALLOT_RETURN_IF_ERROR(
+      model->SetGradientCheckpointing(o.model.gradient_checkpointing, o.model.checkpoint_layers));
   return model;
 }
 
