@@ -46,6 +46,41 @@ struct LoraJoinFn : public torch::autograd::Function<LoraJoinFn> {
   }
 };
 
+// The adapter's first product, float(x) A^T, keeping x in its own dtype for backward. Autograd
+// of x.to(float32) followed by linear would keep the float32 copy of x alive until backward:
+// for a bfloat16 base, 4 bytes per input element per adapted projection (q, k and v each hold
+// their own copy of the same input) where x's 2 bytes are shared. Backward casts x again for
+// A's gradient and rounds x's gradient to x's dtype, as the cast's backward does: the same
+// floats as the plain expression (LoraJoinTest checks it), less memory for every layer that keeps
+// its activations.
+struct LoraDownFn : public torch::autograd::Function<LoraDownFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& lora_a) {
+    const at::Tensor x2 = x.reshape({-1, x.size(-1)});
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = lora_a.size(0);
+    ctx->save_for_backward({x, lora_a});
+    return torch::mm(x2.to(lora_a.scalar_type()), lora_a.t()).view(shape);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& lora_a = saved[1];
+    const at::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
+    at::Tensor grad_x;
+    at::Tensor grad_a;
+    if (ctx->needs_input_grad(0)) {
+      grad_x = torch::mm(g, lora_a).to(x.scalar_type()).view(x.sizes());
+    }
+    if (ctx->needs_input_grad(1)) {
+      grad_a = torch::mm(g.t(), x.reshape({-1, x.size(-1)}).to(lora_a.scalar_type()));
+    }
+    return {grad_x, grad_a};
+  }
+};
+
 }  // namespace
 
 double LoraSpec::scaling() const {
@@ -69,6 +104,12 @@ LoraLinearImpl::LoraLinearImpl(int64_t in_features, int64_t out_features, bool w
 at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
   at::Tensor y = torch::linear(x, weight, bias);
   if (!has_lora() || !lora_enabled_) return y;
+  const bool half_base = y.scalar_type() != lora_A.scalar_type() &&
+                         y.scalar_type() != torch::kFloat && y.scalar_type() != torch::kDouble;
+  const bool dropout = spec_.dropout > 0.0 && is_training();
+  if (half_base && !dropout && x.scalar_type() == y.scalar_type()) {
+    return LoraJoinFn::apply(y, LoraDownFn::apply(x, lora_A) * spec_.scaling(), lora_B);
+  }
   at::Tensor h = x.to(lora_A.scalar_type());
   if (spec_.dropout > 0.0) h = torch::dropout(h, spec_.dropout, is_training());
   // As PEFT's LoRA Linear: the float32 adapter term joins the base output in float32 and the sum
@@ -76,8 +117,7 @@ at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
   // moved log-probs by 1e-2 against PEFT (bench/gpu/parity.py). A bfloat16 or half base does it
   // in one node (LoraJoinFn; the scaling applies to the rank-r term, the same floats for a
   // power-of-two scaling such as alpha = 2r); a float32 base keeps the plain expression.
-  if (y.scalar_type() != lora_A.scalar_type() && y.scalar_type() != torch::kFloat &&
-      y.scalar_type() != torch::kDouble) {
+  if (half_base) {
     return LoraJoinFn::apply(y, torch::linear(h, lora_A) * spec_.scaling(), lora_B);
   }
   at::Tensor delta = torch::linear(torch::linear(h, lora_A), lora_B) * spec_.scaling();
