@@ -26,6 +26,11 @@
 # A case without checkpointing in which either side fails (out of memory, most likely) runs again
 # with checkpointing on both sides, as "<case>-gc".
 #
+# CHECKPOINT_LAYERS="24 18": after each case with checkpointing, allot alone runs it again with
+# only the first N decoder layers recomputed (model.checkpoint_layers; the others keep their
+# activations), as "<case>-cl<N>": more memory, less recomputation. transformers has no such
+# knob, so these rows have no HF side; the case's own row is the like-for-like one.
+#
 # PROFILE=1: each side profiles one more update after its timed ones (allot_grpo_bench --profile,
 # grpo_hf.py --profile); bench/gpu/trace_summary.py writes where the GPU time went to
 # OUT/<case>_profile.txt (the traces themselves stay in OUT as <case>_{allot,hf}.trace.json).
@@ -45,6 +50,7 @@ RUNS="${RUNS:-3}"
 CASES="${CASES:-agree a b c}"
 DEVICE="${DEVICE:-cuda}"  # cpu: a dry run of the script's plumbing
 PROFILE="${PROFILE:-0}"
+CHECKPOINT_LAYERS="${CHECKPOINT_LAYERS:-}"
 BENCH="$BUILD/bench/trainer/allot_grpo_bench"
 export PYTORCH_CUDA_ALLOC_CONF="${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}"
 mkdir -p "$OUT"
@@ -69,12 +75,15 @@ case_flags() {
 }
 
 # run_case NAME FLAGS...: allot, then HF on the batch allot wrote; 0 when both succeeded.
+# HF_SIDE=0 run_case ...: allot alone.
 run_case() {
-  local name="$1" ok=0 file
+  local name="$1" ok=0 file hf="${HF_SIDE:-1}"
   shift
   file="$TMP/$name.safetensors"
   local write=(--write-batch "$file") runs=(--runs "$RUNS") prof_a=() prof_h=()
-  if [[ "$name" == agree ]]; then
+  if [[ "$hf" == 0 ]]; then
+    write=()
+  elif [[ "$name" == agree ]]; then
     write=(--write "$file")
     runs=(--runs 1)
   elif [[ "$PROFILE" == 1 ]]; then
@@ -92,6 +101,7 @@ run_case() {
   fi
   tail -3 "$OUT/${name}_allot.stderr" >&2 2>/dev/null
   cat "$OUT/${name}_allot.json"
+  [[ "$hf" == 0 ]] && return "$ok"
   stage "$name: transformers + PEFT"
   if [[ -f "$file" ]]; then
     timeout 180 "$PY" "$ROOT/bench/gpu/grpo_hf.py" --read "$file" --device "$DEVICE" "${runs[@]}" \
@@ -125,6 +135,13 @@ for name in $CASES; do
   # shellcheck disable=SC2086 # the flags are words
   if run_case "$name" $flags; then
     done_cases+=("$name")
+    if [[ "$flags" == *"--grad-checkpointing 1"* ]]; then
+      for n in $CHECKPOINT_LAYERS; do
+        # shellcheck disable=SC2086
+        HF_SIDE=0 run_case "$name-cl$n" $flags --checkpoint-layers "$n" || status=1
+        done_cases+=("$name-cl$n")
+      done
+    fi
     continue
   fi
   status=1
@@ -180,6 +197,7 @@ for name in cases:
 print()
 print("GRPO update, LoRA r16 on all linear projections, bf16; tokens = real tokens per update;")
 print("MFU = 6NL + 12AL^2 (PaLM, torchtitan); LoRA MFU = 4NL + 6N_lora L + 12AL^2 (prime-rl's);")
+print("gc = decoder layers recomputed in backward (0: no checkpointing); -clN rows: allot alone")
 print(f"peak = {rows[-1]['allot'].get('peak_tflops', 989.4) if rows else 989.4} TFLOP/s; "
       "median of timed updates after one warm-up")
 head = (f"{'case':7s} {'model':11s} {'gc':>2s} {'tokens':>7s} {'allot tok/s':>11s} "
@@ -198,14 +216,14 @@ for r in rows:
         v = s.get("gpu_peak_gib")
         return f"{v:.1f}" if isinstance(v, (int, float)) else "-"
 
-    gc = a.get("grad_checkpointing", h.get("grad_checkpointing", "-"))
+    gc = a.get("checkpoint_layers", h.get("grad_checkpointing", "-"))
     tokens = a.get("tokens", h.get("tokens"))
     print(f"{r['case']:7s} {r['model']:11s} {gc!s:>2s} {fmt(tokens, '7.0f')} "
           f"{fmt(a.get('tokens_per_s'), '11.0f')} {fmt(h.get('tokens_per_s'), '9.0f')} "
           f"{fmt(r['ratio'], '6.2f')} {pct(a, 'mfu') + '/' + pct(h, 'mfu'):>13s} "
           f"{pct(a, 'mfu_lora') + '/' + pct(h, 'mfu_lora'):>14s} {gib(a) + '/' + gib(h):>18s}")
     for side, s in (("allot", a), ("hf", h)):
-        if "error" in s:
+        if "error" in s and not (side == "hf" and "-cl" in r["case"]):
             print(f"        {side} failed: {s['error'][:150]}")
 print("anchor: prime-rl, Qwen3-4B (case d), LoRA r16, 16k tokens, one H100: "
       "about 6.2k tok/s at 21.7% MFU (its LoRA count)")

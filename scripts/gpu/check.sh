@@ -7,7 +7,8 @@
 # JSON result, no checkpoints).
 #
 #   scripts/gpu/check.sh OUT [BUILD_DIR]          (BUILD_DIR default: build-gpu)
-#   BUDGET_S=540  STAGES="build tests backtrace parity grpo serve"  GRPO_CASES="agree a c b"
+#   BUDGET_S=540  STAGES="build tests backtrace bindings parity grpo serve"  GRPO_CASES="agree a c b"
+#   GRPO_S=230 (the grpo stage's own limit)
 #
 # Made beforehand on a Debian 12 machine with the CPU build: scripts/gpu/fetch_debs.sh (the
 # packages build.sh unpacks, in .gpu/debs) and bench/gpu/navigator_onnx_case.sh (the navigator's
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 OUT="${1:?usage: scripts/gpu/check.sh OUT [BUILD_DIR]}"
 BUILD="${2:-build-gpu}"
 BUDGET_S="${BUDGET_S:-540}"
-STAGES="${STAGES:-build tests backtrace parity grpo serve}"
+STAGES="${STAGES:-build tests backtrace bindings parity grpo serve}"
 mkdir -p "$OUT"
 T0=$(date +%s)
 SUMMARY="$OUT/summary.txt"
@@ -63,14 +64,25 @@ if [[ -f "$BUILD/env.sh" ]]; then
   if ! stage tests 60 scripts/gpu/with_env.sh "$BUILD" ctest --test-dir "$BUILD" -L gpu \
     --output-on-failure --timeout 50 &&
     command -v cuda-gdb >/dev/null; then
-    # A backtrace of the first test that ctest saw fail (a crash at exit shows only there).
+    # A backtrace of the first test that ctest saw fail (a crash at exit shows only there). A
+    # call through a null pointer leaves gdb nothing to unwind: the words on the stack name the
+    # caller (the return address), and the other threads show what was still running.
     first=$(sed -n 's/^.*Test *#[0-9]*: \([A-Za-z0-9_.]*\) .*\*\*\*.*/\1/p' "$OUT/tests.log" | head -n1)
-    [[ -n "$first" ]] && stage backtrace 60 scripts/gpu/with_env.sh "$BUILD" cuda-gdb -batch \
-      -ex run -ex bt --args "$BUILD/tests/gpu/allot_gpu_tests" --gtest_filter="$first"
+    if [[ -n "$first" ]]; then
+      stage backtrace 60 scripts/gpu/with_env.sh "$BUILD" cuda-gdb -batch \
+        -ex run -ex bt -ex 'info registers rip rsp' -ex 'x/32a $sp' \
+        -ex 'thread apply all bt 8' \
+        --args "$BUILD/tests/gpu/allot_gpu_tests" --gtest_filter="$first"
+      # Symbols that one library's code binds in another copy: LibTorch's (the wheel) against
+      # the unpacked Debian libraries, either way (scripts/gpu/foreign_bindings.py).
+      stage bindings 60 bash -c 'LD_DEBUG=bindings scripts/gpu/with_env.sh "$1" \
+        "$1/tests/gpu/allot_gpu_tests" --gtest_filter="$2" 2>&1 >/dev/null |
+        python3 scripts/gpu/foreign_bindings.py "$1"' _ "$BUILD" "$first"
+    fi
   fi
   stage parity 60 bench/gpu/parity.sh "$BUILD" "$OUT/parity"
   # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
-  stage grpo 230 env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
+  stage grpo "${GRPO_S:-230}" env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
   stage serve 100 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
 fi
 say "total $(($(date +%s) - T0)) s"
