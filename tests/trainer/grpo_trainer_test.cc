@@ -373,6 +373,55 @@ TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
   EXPECT_GE(m.kl, 0.0);
 }
 
+// With lora.init_from the KL term's reference is the adapter the run started from (verl: the
+// initial actor), not the base: at those weights the KL is 0 where the base's is not. The
+// reference pass swaps the weights in and back: with lr 0 the adapter is unchanged after it.
+TEST(GrpoPolicyUpdateTest, KlReferenceIsTheStartingAdapterWhenGiven) {
+  const std::string dir = models::testing::WriteTinyModel(models::testing::MakeTempDir("grpo_ref"));
+  auto model = models::CausalLMImpl::Load(dir);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE((*model)->AttachLora({.r = 4, .alpha = 8.0}, {"q_proj", "v_proj"}, 1).ok());
+  {
+    torch::NoGradGuard g;
+    torch::manual_seed(2);
+    for (const auto& site : (*model)->linear_sites()) {
+      if (site.linear->has_lora()) site.linear->lora_B.normal_(0.0, 0.5);
+    }
+  }
+  v1::Trajectory t;
+  auto* p = t.add_segments();
+  for (int id : {1, 2, 3}) p->add_ids(id);
+  auto* a = t.add_segments();
+  a->set_trainable(true);
+  for (int id : {4, 5, 6, 7}) a->add_ids(id);
+  auto batch = BuildRolloutBatch({{&t, 1.0, {}, 1.0}});
+  ASSERT_TRUE(batch.ok());
+  std::vector<at::Tensor> start;
+  for (const at::Tensor& w : (*model)->LoraParameters()) start.push_back(w.detach().clone());
+  torch::optim::AdamW opt((*model)->LoraParameters(),
+                          torch::optim::AdamWOptions(0.0).weight_decay(0.0));
+  UpdateOptions uo{.lr = 0.0};
+  uo.loss.kl_coef = 0.1;
+  StepMetrics m;
+  ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m).ok());
+  EXPECT_GT(m.kl, 1e-6);  // the base is away from this adapter
+  uo.reference_lora = &start;
+  ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m).ok());
+  EXPECT_NEAR(m.kl, 0.0, 1e-9);
+  std::vector<at::Tensor> moved;
+  for (const at::Tensor& w : start) moved.push_back(w + 0.3);
+  uo.reference_lora = &moved;
+  ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m).ok());
+  EXPECT_GT(m.kl, 1e-6);
+  const auto now = (*model)->LoraParameters();
+  for (size_t k = 0; k < now.size(); ++k) EXPECT_TRUE(torch::equal(now[k], start[k])) << k;
+  std::vector<at::Tensor> short_list(start.begin(), start.begin() + 1);
+  uo.reference_lora = &short_list;
+  Status s = UpdatePolicy(**model, opt, *batch, uo, &m);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("reference policy"), std::string::npos) << s.ToString();
+}
+
 // --- optimiser, dynamic sampling, the ledger -----------------------------------------------------
 
 // The grpo keys a recipe sets become trainer/optim's AdamW groups and schedule: the learner's lr

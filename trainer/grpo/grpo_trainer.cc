@@ -54,6 +54,9 @@ struct GrpoTrainer::State {
   uint64_t version = 0;
   int64_t cursor = 0;  // groups drawn from the prompt list so far
   std::string nonce;   // keeps episode ids unique across restarts
+  // The KL term's reference policy when the run starts from an adapter (lora.init_from): that
+  // adapter's weights. Empty: the base model (a fresh adapter, B = 0, starts there).
+  std::vector<at::Tensor> reference_lora;
 };
 
 namespace {
@@ -146,6 +149,12 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   if (options.comm != nullptr && options.comm->distributed()) {
     // Every rank starts from rank 0's adapter (the base weights come from the same files).
     ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(st->model->LoraParameters()));
+  }
+  // Taken before a resume restores the trained adapter: the reference stays the starting point.
+  if (!g.lora.init_from.empty() && g.kl_coef > 0.0) {
+    for (const at::Tensor& p : st->model->LoraParameters()) {
+      st->reference_lora.push_back(p.detach().clone());
+    }
   }
   const OptimConfig optim = GrpoOptimConfig(g);
   ALLOT_ASSIGN_OR_RETURN(st->optimizer, MakeAdamW(optim, LoraNamed(*st->model)));
@@ -270,7 +279,8 @@ Status TrainShard(GrpoTrainer::State& s, const std::vector<Sample>& samples, dou
       .chunk_tokens = s.options.logprob_chunk_tokens,
       .lr = lr,
       .dropout_seed = SplitMix(s.options.seed ^ SplitMix(static_cast<uint64_t>(s.step + 0x5EED))),
-      .comm = comm};
+      .comm = comm,
+      .reference_lora = s.reference_lora.empty() ? nullptr : &s.reference_lora};
   return UpdatePolicy(*s.model, *s.optimizer, batch, uo, m);
 }
 

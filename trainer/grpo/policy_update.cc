@@ -74,15 +74,32 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < micro.size(); ++i) old[i] = logprobs(i).detach();
   }
+  std::vector<at::Tensor> params = model.LoraParameters();
   if (options.loss.kl_coef > 0.0) {
     torch::NoGradGuard no_grad;
-    model.SetLoraEnabled(false);
+    const std::vector<at::Tensor>* r = options.reference_lora;
+    if (r != nullptr && r->size() != params.size()) {
+      return InvalidArgument("grpo reference policy: " + std::to_string(r->size()) +
+                             " LoRA tensors for an adapter of " + std::to_string(params.size()));
+    }
+    std::vector<at::Tensor> current;
+    if (r != nullptr) {
+      for (size_t k = 0; k < params.size(); ++k) {
+        current.push_back(params[k].detach().clone());
+        params[k].detach().copy_((*r)[k]);
+      }
+    } else {
+      model.SetLoraEnabled(false);
+    }
     for (size_t i = 0; i < micro.size(); ++i) ref[i] = logprobs(i).detach();
-    model.SetLoraEnabled(true);
+    if (r != nullptr) {
+      for (size_t k = 0; k < params.size(); ++k) params[k].detach().copy_(current[k]);
+    } else {
+      model.SetLoraEnabled(true);
+    }
     if (ref_passes != nullptr) *ref_passes += static_cast<int64_t>(micro.size());
   }
 
-  std::vector<at::Tensor> params = model.LoraParameters();
   const double tokens = std::max(totals.tokens, 1.0);
   double fwd_bwd = Seconds(t0), opt_s = 0.0;
   PolicyLossStats acc;

@@ -4,7 +4,9 @@
 // (forward and backward), so [B, T, vocab] never exists. The old log-probs of the PPO ratio are
 // the learner's own at the start of the batch: computed once without a graph when
 // updates > 1, and the detached current log-probs when updates = 1 (the same numbers, one pass
-// fewer). The reference pass (adapter switched off) runs only when kl_coef > 0.
+// fewer). The reference pass runs only when kl_coef > 0: the base with the adapter switched off,
+// or, given `reference_lora`, the adapter's weights swapped for those (the policy a run started
+// from with lora.init_from, as verl's reference is the initial actor) and back.
 //
 // Data parallel (options.comm with a world of N > 1): `batch` is this rank's shard of the step's
 // batch (it may be empty). The aggregation denominators (trainable tokens, sequences) and the
@@ -43,6 +45,8 @@ struct UpdateOptions {
   uint64_t dropout_seed = 0;
   // Data-parallel learner ranks; null or a world of one: this batch is the whole batch.
   comm::Communicator* comm = nullptr;
+  // The reference policy's LoRA weights, in LoraParameters() order; null: the base model.
+  const std::vector<at::Tensor>* reference_lora = nullptr;
 };
 
 // Fills the update part of `metrics` (loss, KL, clip fractions, IS weights, entropy estimate,
