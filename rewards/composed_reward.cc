@@ -81,8 +81,30 @@ Result<std::unique_ptr<ComposedReward>> ComposedReward::Create(const RewardConfi
     }
     composed->terms_.push_back({std::move(term), t.weight});
   }
+  if (config.cost.when == "correct") {
+    const bool costed = seen.count("api_cost") + seen.count("energy") + seen.count("tokens") > 0;
+    if (!costed) {
+      return InvalidArgument(
+          "rewards.cost.when: 'correct' has no effect without an api_cost, energy or tokens term");
+    }
+    if (seen.count("accuracy") == 0) {
+      return InvalidArgument(
+          "rewards.cost.when: 'correct' needs the accuracy term in rewards.terms (it decides "
+          "which episodes pay their cost)");
+    }
+    composed->cost_when_correct_ = true;
+  } else if (config.cost.when != "always") {
+    return InvalidArgument("rewards.cost.when: '" + config.cost.when +
+                           "' is not always or correct");
+  }
   return composed;
 }
+
+namespace {
+bool IsCostTerm(const std::string& name) {
+  return name == "api_cost" || name == "energy" || name == "tokens";
+}
+}  // namespace
 
 Result<RewardBreakdown> ComposedReward::Compute(const RewardInput& input) const {
   RewardBreakdown b;
@@ -91,7 +113,14 @@ Result<RewardBreakdown> ComposedReward::Compute(const RewardInput& input) const 
     if (!v.ok()) return v.status().Annotate("reward term '" + w.term->name() + "'");
     b.values[w.term->name()] = *v;
     b.weights[w.term->name()] = w.weight;
-    b.total += w.weight * *v;
+  }
+  // rewards.cost.when: correct. A wrong answer pays no cost, so that answering nothing (a
+  // malformed plan that calls no model) is worth no more than a wrong answer that did the work.
+  const bool correct = !cost_when_correct_ || b.values["accuracy"] >= 1.0;
+  for (const Weighted& w : terms_) {
+    double& value = b.values[w.term->name()];
+    if (!correct && IsCostTerm(w.term->name())) value = 0.0;
+    b.total += w.weight * value;
   }
   return b;
 }

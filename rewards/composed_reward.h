@@ -107,6 +107,7 @@ class ComposedReward {
     double weight;
   };
   std::vector<Weighted> terms_;
+  bool cost_when_correct_ = false;  // rewards.cost.when: correct
 };
 
 }  // namespace allot::rewards

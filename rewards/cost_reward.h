@@ -16,6 +16,9 @@ struct CostRewardConfig {
   double usd_scale = 0.01;       // R2-Reasoner reports cost in cents: one cent -> -1
   double joules_scale = 1000.0;  // one kilojoule -> -1
   double tokens_scale = 1000.0;  // a thousand tokens -> -1
+  // always: every episode's cost counts; correct: only the episodes the accuracy term grades
+  // correct pay theirs (the others score 0 in these terms, as a wrong answer does in accuracy).
+  std::string when = "always";
 
   void Describe(config::Visitor& v) {
     v.Field("usd_scale", usd_scale, {.doc = "dollars per unit of the api_cost term", .min = 0.0});
@@ -23,6 +26,11 @@ struct CostRewardConfig {
             {.doc = "joules per unit of the energy term", .min = 0.0});
     v.Field("tokens_scale", tokens_scale,
             {.doc = "tokens per unit of the tokens term", .min = 0.0});
+    v.Field("when", when,
+            {.doc = "always: every episode pays its cost; correct: only correct ones (needs the "
+                    "accuracy term), so that a policy cannot raise its reward by answering "
+                    "nothing at no cost",
+             .choices = {"always", "correct"}});
   }
 };
 

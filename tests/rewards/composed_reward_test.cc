@@ -56,6 +56,55 @@ cost: {usd_scale: 0.01, tokens_scale: 1000}
   EXPECT_NEAR(b->total, 1.0 - 1.0 - 0.2, 1e-12);
 }
 
+// rewards.cost.when: correct. A wrong answer pays nothing in the cost terms, so an episode
+// that skips the work (no call, no cost) scores what a wrong one that did the work scores;
+// a correct one pays its cost. Fails if the gate is ignored (the wrong, expensive episode
+// would score -2) or applied to correct episodes.
+TEST(ComposedRewardTest, CostOnlyForCorrectAnswersWhenAsked) {
+  RewardConfig cfg;
+  cfg.terms = {{"accuracy", 1.0}, {"api_cost", 0.5}};
+  cfg.answer.format = "number";
+  cfg.cost.usd_scale = 0.01;
+  cfg.cost.when = "correct";
+  auto r = ComposedReward::Create(cfg);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  RewardInput in;
+  in.response = "#### 7";
+  in.reference = "7";
+  in.usage.cost_usd = 0.04;
+  Result<RewardBreakdown> right = (*r)->Compute(in);
+  ASSERT_TRUE(right.ok());
+  EXPECT_NEAR(right->values.at("api_cost"), -4.0, 1e-12);
+  EXPECT_NEAR(right->total, 1.0 - 2.0, 1e-12);
+  in.response = "#### 8";
+  Result<RewardBreakdown> wrong = (*r)->Compute(in);
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_EQ(wrong->values.at("api_cost"), 0.0);
+  EXPECT_EQ(wrong->total, 0.0);
+  in.usage.cost_usd = 0.0;  // nothing done
+  EXPECT_EQ((*r)->Compute(in)->total, wrong->total);
+  // when: always (the default) charges the wrong answer too.
+  cfg.cost.when = "always";
+  auto always = ComposedReward::Create(cfg);
+  ASSERT_TRUE(always.ok());
+  in.usage.cost_usd = 0.04;
+  EXPECT_NEAR((*always)->Compute(in)->total, -2.0, 1e-12);
+}
+
+TEST(ComposedRewardTest, CostWhenCorrectNeedsAccuracyAndACostTerm) {
+  RewardConfig cfg;
+  cfg.cost.when = "correct";
+  cfg.terms = {{"accuracy", 1.0}};
+  auto r = ComposedReward::Create(cfg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("rewards.cost.when"), std::string::npos);
+  EXPECT_NE(r.status().ToString().find("no effect"), std::string::npos);
+  cfg.terms = {{"api_cost", 1.0}};
+  r = ComposedReward::Create(cfg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("needs the accuracy term"), std::string::npos);
+}
+
 TEST(ComposedRewardTest, AnswerFormatFromConfigUnlessTheEpisodeNamesOne) {
   RewardConfig cfg;
   cfg.terms = {{"accuracy", 1.0}};
