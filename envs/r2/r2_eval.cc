@@ -7,8 +7,8 @@
 
 #include "envs/r2/r2_env.h"
 #include "envs/r2/subtask_plan.h"
-#include "envs/runtime/prompt_template.h"
 #include "envs/runtime/eval_output.h"
+#include "envs/runtime/prompt_template.h"
 #include "rewards/grader.h"
 
 namespace allot::envs::r2 {
@@ -109,6 +109,8 @@ nlohmann::json R2ItemOutcome::ToJson() const {
   if (!failure.empty()) j["failure"] = failure;
   if (!format_error.empty()) j["format_error"] = format_error;
   if (!difficulty.empty()) j["difficulty"] = difficulty;
+  if (!decomposition.empty()) j["decomposition"] = decomposition;
+  if (!allocation.empty()) j["allocation"] = allocation;
   return j;
 }
 
@@ -190,6 +192,10 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
         out.cost_usd = t->usage.total.cost_usd;
         out.policy_cost_usd = InfoNumber(*t, "policy_cost_cents") / 100.0;
         if (auto m = t->info.find("models"); m != t->info.end()) out.models = m->second;
+        if (auto d = t->info.find("decomposition"); d != t->info.end()) {
+          out.decomposition = d->second;
+        }
+        if (auto a = t->info.find("allocation"); a != t->info.end()) out.allocation = a->second;
         if (auto f = t->info.find("format_error"); f != t->info.end()) {
           out.format_error = f->second;
           // A malformed plan executes nothing: all it cost is the policy's turns.

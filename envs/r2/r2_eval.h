@@ -38,6 +38,8 @@ struct R2ItemOutcome {
   double cost_usd = 0.0;         // every call
   double policy_cost_usd = 0.0;  // the decomposer's and allocator's turns
   std::string difficulty;        // the item's "difficulty" field, when it has one
+  std::string decomposition;     // the allocator method's plan as the policy wrote it (cut), so
+  std::string allocation;        // that a malformed one can be read
 
   nlohmann::json ToJson() const;
 };

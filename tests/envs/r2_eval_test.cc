@@ -72,6 +72,9 @@ TEST_F(R2EvalTest, ScoresTheAllocatorAndEachPoolModelWithTheirCosts) {
   EXPECT_EQ(alloc.malformed, 1);
   EXPECT_EQ(alloc.items[0].models, "small,big");
   EXPECT_FALSE(alloc.items[1].format_error.empty());
+  // The malformed plan is there to read, in the items of the eval's JSON.
+  EXPECT_EQ(alloc.items[1].allocation, "no plan");
+  EXPECT_EQ(alloc.items[1].ToJson().value("decomposition", ""), "Subtask 1: a");
   EXPECT_EQ(alloc.subtasks_per_model.at("small"), 1);
   EXPECT_EQ(alloc.subtasks_per_model.at("big"), 1);
   // Every scripted reply bills 10 prompt tokens and one completion token per id.
