@@ -132,20 +132,20 @@ for name in $CASES; do
     status=1
     continue
   fi
+  ok=0
   # shellcheck disable=SC2086 # the flags are words
-  if run_case "$name" $flags; then
-    done_cases+=("$name")
-    if [[ "$flags" == *"--grad-checkpointing 1"* ]]; then
-      for n in $CHECKPOINT_LAYERS; do
-        # shellcheck disable=SC2086
-        HF_SIDE=0 run_case "$name-cl$n" $flags --checkpoint-layers "$n" || status=1
-        done_cases+=("$name-cl$n")
-      done
-    fi
-    continue
-  fi
-  status=1
+  run_case "$name" $flags || ok=1
   done_cases+=("$name")
+  # The allot-only rows run whether or not the HF side of the case succeeded.
+  if [[ "$flags" == *"--grad-checkpointing 1"* ]]; then
+    for n in $CHECKPOINT_LAYERS; do
+      # shellcheck disable=SC2086
+      HF_SIDE=0 run_case "$name-cl$n" $flags --checkpoint-layers "$n" || status=1
+      done_cases+=("$name-cl$n")
+    done
+  fi
+  ((ok == 0)) && continue
+  status=1
   if [[ "$flags" == *"--grad-checkpointing 0"* ]]; then
     # shellcheck disable=SC2086
     run_case "$name-gc" ${flags/--grad-checkpointing 0/--grad-checkpointing 1} || true
