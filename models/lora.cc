@@ -107,7 +107,7 @@ at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
   const bool half_base = y.scalar_type() != lora_A.scalar_type() &&
                          y.scalar_type() != torch::kFloat && y.scalar_type() != torch::kDouble;
   const bool dropout = spec_.dropout > 0.0 && is_training();
-  if (half_base && !dropout && x.scalar_type() == y.scalar_type()) {
+  if (half_base && !dropout) {
     return LoraJoinFn::apply(y, LoraDownFn::apply(x, lora_A) * spec_.scaling(), lora_B);
   }
   at::Tensor h = x.to(lora_A.scalar_type());

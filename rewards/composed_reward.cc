@@ -1,9 +1,17 @@
 #include "rewards/composed_reward.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
 namespace allot::rewards {
+namespace {
+
+bool IsCostTerm(const std::string& name) {
+  return name == "api_cost" || name == "energy" || name == "tokens";
+}
+
+}  // namespace
 
 std::string RewardBreakdown::ToString() const {
   std::ostringstream os;
@@ -82,8 +90,7 @@ Result<std::unique_ptr<ComposedReward>> ComposedReward::Create(const RewardConfi
     composed->terms_.push_back({std::move(term), t.weight});
   }
   if (config.cost.when == "correct") {
-    const bool costed = seen.count("api_cost") + seen.count("energy") + seen.count("tokens") > 0;
-    if (!costed) {
+    if (std::none_of(seen.begin(), seen.end(), IsCostTerm)) {
       return InvalidArgument(
           "rewards.cost.when: 'correct' has no effect without an api_cost, energy or tokens term");
     }
@@ -99,12 +106,6 @@ Result<std::unique_ptr<ComposedReward>> ComposedReward::Create(const RewardConfi
   }
   return composed;
 }
-
-namespace {
-bool IsCostTerm(const std::string& name) {
-  return name == "api_cost" || name == "energy" || name == "tokens";
-}
-}  // namespace
 
 Result<RewardBreakdown> ComposedReward::Compute(const RewardInput& input) const {
   RewardBreakdown b;
