@@ -230,6 +230,7 @@ def table(out_dir, args):
                 f"{r['mean_latency_s']:>9.3f}  {lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
             pts.write(f"\"{label}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
     lines += by_difficulty(rows)
+    lines += rlot_problem_lines(before, after)
     text = "\n".join(lines) + "\n"
     with open(f"{out_dir}/table.txt", "w") as f:
         f.write(text)
@@ -285,7 +286,8 @@ def load_rlot(paths):
         m = merged.setdefault(r["method"], {"method": r["method"], "problems": 0, "voted": 0.0,
                                             "trails": r["trails"], "trail_total": 0,
                                             "trail_correct": 0.0, "failed": 0, "tokens": 0,
-                                            "cost_usd": 0.0, "blocks": 0.0, "patterns": {}})
+                                            "cost_usd": 0.0, "blocks": 0.0, "patterns": {},
+                                            "solved": set(), "item_ids": set()})
         n, t = r["problems"], r["problems"] * r["trails"]
         m["problems"] += n
         m["voted"] += r["self_consistent_accuracy"] * n
@@ -298,6 +300,10 @@ def load_rlot(paths):
         for by_len in r.get("patterns", {}).values():
             for pat, c in by_len.items():
                 m["patterns"][pat] = m["patterns"].get(pat, 0) + c
+        for item in r.get("items", []):  # per problem, from allot builds that keep them
+            m["item_ids"].add(item["id"])
+            if item["voted_correct"]:
+                m["solved"].add(item["id"])
     for m in merged.values():
         n, t = max(m["problems"], 1), max(m["trail_total"], 1)
         m.update(accuracy=m["voted"] / n, trail_accuracy=m["trail_correct"] / t,
@@ -328,6 +334,29 @@ def rlot_own_sequences(n, args):
     return 0
 
 
+def rlot_problem_lines(before, after):
+    """Problem by problem: how much any choice of fixed sequence per problem could gain (the
+    oracle that knows the answers, the ceiling for a navigator that only picks among them), and
+    what the trained navigator wins and loses against the best fixed sequence."""
+    fixed = [r for m, r in before.items() if m.startswith("fixed:")]
+    if not fixed or any(not r["item_ids"] for r in fixed):
+        return []  # reports without per-problem items
+    ids = set.intersection(*(r["item_ids"] for r in fixed))
+    oracle = set.union(*(r["solved"] for r in fixed)) & ids
+    best = best_fixed(before)
+    lines = [f"per-problem best of the {len(fixed)} fixed sequences (an oracle that knows the "
+             f"answers, not a method): {len(oracle)} of {len(ids)}; best single sequence "
+             f"{len(best['solved'] & ids)}"]
+    nav = after.get("navigator")
+    if nav is not None and nav["item_ids"]:
+        won = (nav["solved"] - best["solved"]) & ids
+        lost = (best["solved"] - nav["solved"]) & ids
+        beyond = (nav["solved"] - oracle) & ids
+        lines.append(f"trained navigator against {best['method']}: wins {len(won)} problems, "
+                     f"loses {len(lost)}; solves {len(beyond)} that no fixed sequence solves")
+    return lines
+
+
 def rlot_table(out_dir, args):
     split = args.index("--")
     before, after = load_rlot(args[:split]), load_rlot(args[split + 1:])
@@ -350,6 +379,7 @@ def rlot_table(out_dir, args):
         pats = sorted(after["navigator"]["patterns"].items(), key=lambda kv: -kv[1])[:6]
         lines.append("trained navigator's block patterns (trails): " +
                      (", ".join(f"{p} {c}" for p, c in pats) or "none (answered at once)"))
+    lines += rlot_problem_lines(before, after)
     text = "\n".join(lines) + "\n"
     with open(f"{out_dir}/table.txt", "w") as f:
         f.write(text)

@@ -98,6 +98,11 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
   r.trails = options.trails;
   uint64_t n = 0;
   for (const datasets::Example& ex : problems) {
+    RlotProblemRecord item;
+    item.id = ex.id;
+    if (auto d = ex.extra.find("difficulty"); d != ex.extra.end() && d->is_string()) {
+      item.difficulty = d->get<std::string>();
+    }
     std::vector<std::string> answers;
     std::vector<bool> correct;
     for (int k = 0; k < options.trails; ++k) {
@@ -126,12 +131,23 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
       if (ok) ++r.trail_correct;
       answers.push_back(failed ? "" : t.info["answer"]);
       correct.push_back(ok);
+      RlotTrailRecord trail;
+      trail.blocks = t.info["blocks"];
+      trail.answer = answers.back();
+      trail.correct = ok;
+      if (failed) {
+        trail.failure =
+            std::string(runtime::FailureReasonName(t.failure.reason)) + ": " + t.failure.message;
+      }
+      item.trails.push_back(std::move(trail));
     }
     // RLoT Sec. 4.1: majority over equivalent answers; a seeded coin breaks ties.
     const rewards::VoteResult vote = rewards::MajorityVoteSeeded(answers, Mix(options.seed, ~n));
-    if (vote.found && correct[static_cast<size_t>(vote.index)]) ++r.voted_correct;
+    item.voted_correct = vote.found && correct[static_cast<size_t>(vote.index)];
+    if (item.voted_correct) ++r.voted_correct;
     if (vote.tied_groups > 1) ++r.tied_votes;
     ++r.problems;
+    r.items.push_back(std::move(item));
   }
   return r;
 }
@@ -220,7 +236,24 @@ std::string RlotEvalReport::ToJson() const {
   j["completion_tokens"] = usage.completion_tokens;
   j["cost_usd"] = usage.cost_usd;
   j["energy_j"] = usage.energy_j;
-  return j.dump(2) + "\n";
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const RlotProblemRecord& item : items) {
+    nlohmann::ordered_json one;
+    one["id"] = item.id;
+    if (!item.difficulty.empty()) one["difficulty"] = item.difficulty;
+    one["voted_correct"] = item.voted_correct;
+    nlohmann::ordered_json trails_json = nlohmann::ordered_json::array();
+    for (const RlotTrailRecord& t : item.trails) {
+      nlohmann::ordered_json tj = {
+          {"blocks", t.blocks}, {"answer", t.answer}, {"correct", t.correct}};
+      if (!t.failure.empty()) tj["failure"] = t.failure;
+      trails_json.push_back(std::move(tj));
+    }
+    one["trails"] = std::move(trails_json);
+    list.push_back(std::move(one));
+  }
+  j["items"] = std::move(list);
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string RlotEvalReport::ToText() const {

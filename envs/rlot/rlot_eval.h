@@ -25,6 +25,22 @@ struct RlotEvalOptions {
   uint64_t seed = 0;  // trail seeds and vote ties
 };
 
+// One trail of one problem, kept so that a method's answers can be read and compared problem by
+// problem (which items a block sequence wins that another loses).
+struct RlotTrailRecord {
+  std::string blocks;  // the applied blocks, "Reason-Reason-Terminate"
+  std::string answer;  // the final answer; empty when the trail failed
+  bool correct = false;
+  std::string failure;  // "<reason>: <message>" when the trail failed
+};
+
+struct RlotProblemRecord {
+  std::string id;
+  std::string difficulty;  // the dataset's "difficulty" field when it has one (analysis only)
+  bool voted_correct = false;
+  std::vector<RlotTrailRecord> trails;
+};
+
 struct RlotEvalReport {
   std::string method;
   int problems = 0;
@@ -45,6 +61,7 @@ struct RlotEvalReport {
   // Non-terminal block patterns by length (RLoT Table 5).
   std::map<int, std::map<std::string, int64_t>> patterns;
   llm::UsageTotals usage;
+  std::vector<RlotProblemRecord> items;  // in problem order
 
   std::string ToJson() const;
   std::string ToText() const;

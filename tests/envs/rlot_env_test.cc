@@ -579,6 +579,20 @@ TEST(RlotEvalTest, SelfConsistencyVotesOverEquivalentAnswers) {
   EXPECT_EQ(r->patterns.at(1).at("Reason"), 6);
   EXPECT_EQ(r->usage.calls, 6 * 4);  // reason, finish, eval, terminate
   EXPECT_NE(r->ToJson().find("\"self_consistent_accuracy\": 0.5"), std::string::npos);
+  // Every trail is kept per problem, in order, so methods can be compared problem by problem.
+  ASSERT_EQ(r->items.size(), 2u);
+  EXPECT_EQ(r->items[0].id, "p1");
+  EXPECT_TRUE(r->items[0].voted_correct);
+  EXPECT_FALSE(r->items[1].voted_correct);
+  ASSERT_EQ(r->items[1].trails.size(), 3u);
+  EXPECT_EQ(r->items[1].trails[0].blocks, "reason-terminate");
+  EXPECT_EQ(r->items[1].trails[0].answer, "10");  // the 4th terminate call overall
+  EXPECT_FALSE(r->items[1].trails[0].correct);
+  EXPECT_TRUE(r->items[1].trails[2].correct);  // "11"
+  const auto j = nlohmann::json::parse(r->ToJson());
+  ASSERT_EQ(j["items"].size(), 2u);
+  EXPECT_EQ(j["items"][1]["trails"][2]["answer"], "11");
+  EXPECT_EQ(j["items"][1]["trails"][2]["correct"], true);
 }
 
 TEST(RlotEvalTest, TiesAreBrokenBySeed) {
