@@ -73,13 +73,12 @@ int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
                                          std::to_string((*comm)->world_size()) + ")"));
   }
   // Rank 0 owns the run's files; the other ranks log to the console only.
-  auto run = OpenRunOnAllRanks(**comm, cfg.run.output_dir, cfg.run.name, resume,
-                               [&](const RunDirectory& dir) -> Status {
-                                 ALLOT_RETURN_IF_ERROR(
-                                     SetupLogging(cfg.logging.level, dir.log_path()));
-                                 if (resume) return Status::Ok();
-                                 return dir.WriteConfig(ResolvedYaml(loaded));
-                               });
+  auto run = OpenRunOnAllRanks(
+      **comm, cfg.run.output_dir, cfg.run.name, resume, [&](const RunDirectory& dir) -> Status {
+        ALLOT_RETURN_IF_ERROR(SetupLogging(cfg.logging.level, dir.log_path()));
+        if (resume) return Status::Ok();
+        return dir.WriteConfig(ResolvedYaml(loaded));
+      });
   if (!run.ok()) return Fail(command, run.status());
   if (!(*comm)->is_rank0()) {
     if (Status s = SetupLogging(cfg.logging.level); !s.ok()) return Fail(command, s);
@@ -166,9 +165,10 @@ struct EvalArgs {
   std::string output_dir = "runs";
   std::string config;
   std::string json;
-  std::string method = "navigator";  // rlot: navigator | direct | fixed:<blocks>
-  std::string keep_hard;  // rlot: write the problems answered wrong directly here
-  std::string adapter;    // coger: the router's LoRA adapter on its endpoint
+  std::string method = "navigator";    // rlot: navigator | direct | fixed:<blocks>
+  std::string keep_hard;               // rlot: write the problems answered wrong directly here
+  std::string adapter;                 // coger: the router's LoRA adapter on its endpoint
+  std::vector<std::string> overrides;  // --set, on top of the config the env is built from
   trainer::NavigatorEvalOptions options;
 };
 
@@ -180,8 +180,15 @@ int Eval(const EvalArgs& a) {
   if (config.empty() && std::filesystem::exists(own)) config = own;
   AllotConfig defaults;
   envs::ChainMdpConfig env = defaults.env.chain;
+  if (config.empty() && !a.overrides.empty()) {
+    return Fail("eval", InvalidArgument("--set " + a.overrides.front() +
+                                        ": there is no config to apply it to (give -c RECIPE, "
+                                        "or a run directory with its config.yaml)"));
+  }
   if (!config.empty()) {
-    auto loaded = LoadConfig(config, {});
+    // The same overrides as the training run's (scripts/quickstart.sh passes its --set to both),
+    // so that an evaluation never measures another env than the one trained against.
+    auto loaded = LoadConfig(config, a.overrides);
     if (!loaded.ok()) return Fail("eval", loaded.status());
     env = loaded->config.env.chain;
     if (loaded->config.env.name == "coger") {  // CogER: router vs L1..L4 vs random (Table 4)
@@ -203,15 +210,14 @@ int Eval(const EvalArgs& a) {
       envs::deeptool::DeepToolEnvConfig dc{cfg.env.deeptool, cfg.endpoints, cfg.gpu, cfg.rewards,
                                            cfg.tools};
       return envs::deeptool::RunDeepToolEvalCommand(
-          dc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter,
-          a.options.episodes, a.json, std::cout, std::cerr);
+          dc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter, a.options.episodes,
+          a.json, std::cout, std::cerr);
     }
     if (loaded->config.env.name == "atlas") {  // ATLAS: orchestrator vs integrator ablation
       const AllotConfig& cfg = loaded->config;
-      return envs::atlas::RunAtlasEvalCommand({cfg.env.atlas, cfg.endpoints, cfg.gpu},
-                                              cfg.eval_data, a.method, a.options.episodes,
-                                              a.options.seed, loaded->source, a.json, std::cout,
-                                              std::cerr);
+      return envs::atlas::RunAtlasEvalCommand(
+          {cfg.env.atlas, cfg.endpoints, cfg.gpu}, cfg.eval_data, a.method, a.options.episodes,
+          a.options.seed, loaded->source, a.json, std::cout, std::cerr);
     }
     if (loaded->config.env.name == "rlot") {  // RLoT's LLM env on eval_data
       const AllotConfig& cfg = loaded->config;
@@ -302,6 +308,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--epsilon", ev->options.epsilon, "0 = greedy")->check(CLI::Range(0.0, 1.0));
   eval->add_option("--seed", ev->options.seed, "seed for epsilon trails");
   eval->add_option("--json", ev->json, "also write the report as JSON here");
+  eval->add_option("--set", ev->overrides,
+                   "dotted override of the env's config, e.g. --set env.rlot.llm_endpoint=t2");
   eval->add_option("--method", ev->method,
                    "rlot: navigator, direct, cot, cot-sc, or fixed:<block>-<block> (e.g. "
                    "fixed:reason-refine); "

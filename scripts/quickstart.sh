@@ -26,7 +26,7 @@
 #   --eval-items N      test items per evaluation (default 96, spread over every difficulty)
 #   --pool DIR          the tiers, one model directory each (default assets/tinyworld/pool)
 #   --out DIR           run directory (default runs/quickstart-<time>)
-#   --set KEY=VALUE     passed to allot train (repeatable)
+#   --set KEY=VALUE     passed to allot train and to every allot eval (repeatable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -197,7 +197,8 @@ if [[ $env_name == atlas ]]; then
   exit 0
 fi
 # One `allot eval` per method and shard of the eval subset (eval-<k>.jsonl from split-data),
-# all at once, so that the servers batch their requests together; each writes
+# all at once, so that the servers batch their requests together; each gets the run's --set
+# overrides (an override of the env changes what every method is measured against); each writes
 # eval/PHASE-METHOD-SHARD.json. eval_methods PHASE EVAL_DIR METHOD... (more eval arguments in
 # the array eval_extra).
 eval_extra=()
@@ -210,7 +211,7 @@ eval_methods() {
     for shard in "$run_dir"/eval-*.jsonl; do
       shard=$(basename "$shard" .jsonl)
       ALLOT_QS_EVAL_DATA=$run_dir/$shard.jsonl "$ALLOT" eval "$dir" -c "$recipe_file" \
-        --method "$m" "${eval_extra[@]}" --json "$run_dir/eval/$phase-$name-$shard.json" \
+        --method "$m" "${overrides[@]}" "${eval_extra[@]}" --json "$run_dir/eval/$phase-$name-$shard.json" \
         > "$logs/eval-$phase-$name-$shard.log" 2>&1 &
       pids+=($!)
       eval_pids+=($!)

@@ -16,7 +16,7 @@
 #
 #   tests/scripts/tinyworld_deeptool_test.sh ALLOT_BINARY [--out DIR] [--train-items N]
 #       [--eval-items N] [--sft-steps N] [--sft-lr X] [--lora-r N] [--steps N] [--set K=V]...
-# (--set goes to allot train.) Exit 0: passed; 77: skipped (no shipped t0 or no tiny-world
+# (--set goes to allot train and to every allot eval.) Exit 0: passed; 77: skipped (no shipped t0 or no tiny-world
 # data); anything else: failed. Label "results" (scripts/test.sh runs it only with
 # ALLOT_RESULTS=1).
 set -uo pipefail
@@ -82,7 +82,7 @@ evaluate() {  # evaluate NAME [--adapter A]: interleaved episodes on the eval it
   local name=$1
   shift
   say "allot eval --method tir: $name"
-  "$allot" eval "$out" -c "$recipe" --method tir "$@" --episodes "$eval_items" \
+  "$allot" eval "$out" -c "$recipe" --method tir "${overrides[@]}" "$@" --episodes "$eval_items" \
     --json "$out/eval/$name.json" \
     > "$out/logs/eval-$name.log" 2>&1 ||
     { tail -5 "$out/logs/eval-$name.log"; fail "allot eval --method tir ($name)"; }

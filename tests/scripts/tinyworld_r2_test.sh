@@ -15,7 +15,7 @@
 #
 #   tests/scripts/tinyworld_r2_test.sh ALLOT_BINARY [--eval-items N] [--alloc-items N]
 #       [--sft-steps N] [--steps N] [--alpha A] [--out DIR] [--set K=V]...
-# (--set goes to allot train.) Exit 0: passed; 3: ran, and the allocator missed the result (the
+# (--set goes to allot train and to every allot eval.) Exit 0: passed; 3: ran, and the allocator missed the result (the
 # table says by how much); 77: skipped (no shipped pool); anything else: failed. Label
 # "results" (scripts/test.sh runs it only with ALLOT_RESULTS=1); scripts/quickstart.sh
 # --recipe r2 runs it too.
@@ -86,7 +86,7 @@ say "pool served: $ALLOT_TW_T0_URL $ALLOT_TW_T1_URL $ALLOT_TW_T2_URL"
 say "single tiers on $eval_items test items"
 eval_pids=()
 for t in t0 t1 t2; do
-  "$allot" eval "$out" -c "$recipe" --method "$t" --json "$out/eval/single-$t.json" \
+  "$allot" eval "$out" -c "$recipe" --method "$t" "${overrides[@]}" --json "$out/eval/single-$t.json" \
     > "$out/logs/eval-$t.log" 2>&1 &
   eval_pids+=($!)
   pids+=($!)
@@ -141,7 +141,7 @@ trained=$(python3 scripts/quickstart_tools.py latest-adapter "$ALLOT_TW_T0_URL" 
 # --- 5. the allocator: cold start, then trained --------------------------------------------
 for a in r2-cold "$trained"; do
   say "allocator with adapter $a"
-  "$allot" eval "$out" -c "$recipe" --method allocator --adapter "$a" \
+  "$allot" eval "$out" -c "$recipe" --method allocator "${overrides[@]}" --adapter "$a" \
     --json "$out/eval/allocator-$a.json" > "$out/logs/eval-$a.log" 2>&1 ||
     { tail -5 "$out/logs/eval-$a.log"; fail "allot eval --method allocator"; }
 done

@@ -1,7 +1,8 @@
 // Configs fail loudly through every door (issue 12 part 9): a section or key the engine does not
 // read is an error naming it whether it comes from the recipe file, a `--set` assignment of
-// `allot train` / `allot sft`, or a `--set` of `allot resume`; so is a knob without effect in
-// the run's mode. Runs the real `allot` binary; every refusal comes before a run directory.
+// `allot train` / `allot sft`, or a `--set` of `allot resume` or `allot eval`; so is a knob without
+// effect in the run's mode. Runs the real `allot` binary; every refusal comes before a run
+// directory.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -107,6 +108,32 @@ TEST_F(ConfigStrictnessIntegrationTest, SetOverridesOfResumeAreChecked) {
   auto c = Allot("resume r1 --output-dir " + runs_ + " --set grpo.lr=0.001");
   EXPECT_FALSE(Has(c, "is not read by")) << c.output;
   EXPECT_FALSE(Has(c, "has no effect")) << c.output;
+}
+
+TEST_F(ConfigStrictnessIntegrationTest, SetOverridesOfEvalReachTheEnvAndAreChecked) {
+  auto trained = Allot("train -c " + dqn_ + " --name e1" + Out());
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const std::string run = "eval e1 --output-dir " + runs_ + " --episodes 2";
+  // The run's own config, then with an override of its env: the optimal return follows it
+  // (the quickstart evaluates with the overrides it trained with).
+  auto plain = Allot(run);
+  EXPECT_EQ(plain.code, 0) << plain.output;
+  EXPECT_TRUE(Has(plain, "(optimal 1.300)")) << plain.output;
+  auto changed = Allot(run + " --set env.chain.final_reward=7");
+  EXPECT_EQ(changed.code, 0) << changed.output;
+  EXPECT_TRUE(Has(changed, "(optimal 7.300)")) << changed.output;
+  auto with_recipe = Allot(run + " -c " + dqn_ + " --set env.chain.final_reward=3");
+  EXPECT_TRUE(Has(with_recipe, "(optimal 3.300)")) << with_recipe.output;
+
+  auto unknown = Allot(run + " --set nosuch.key=1");
+  EXPECT_EQ(unknown.code, 1) << unknown.output;
+  EXPECT_TRUE(Has(unknown, "--set nosuch.key")) << unknown.output;
+  auto range = Allot(run + " --set env.chain.max_steps=0");
+  EXPECT_EQ(range.code, 1) << range.output;
+  EXPECT_TRUE(Has(range, "--set env.chain.max_steps")) << range.output;
+  auto nothing = Allot("eval nosuch --output-dir " + runs_ + " --set env.chain.max_steps=2");
+  EXPECT_EQ(nothing.code, 1) << nothing.output;
+  EXPECT_TRUE(Has(nothing, "there is no config to apply it to")) << nothing.output;
 }
 
 // model.packing is read by the grpo engine only; under sft it did nothing (sft.packing does).
