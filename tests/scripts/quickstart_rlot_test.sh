@@ -45,6 +45,12 @@ else:
             m = "fixed:" + entry.rsplit(" ", 1)[0].lower()
             if m not in rows:
                 missing.append(f"{m} (one of the navigator's commonest patterns)")
+# Per-problem items reach the table: the oracle over the fixed sequences and the navigator's
+# wins and losses against the best one.
+if not any(l.startswith("per-problem best of the ") for l in lines):
+    missing.append("the per-problem oracle line")
+if not any(l.startswith("trained navigator against fixed:") for l in lines):
+    missing.append("the navigator's wins and losses")
 if missing:
     sys.exit("missing rows: " + "; ".join(missing) + "\n" + "\n".join(lines))
 print("\n".join(lines))
