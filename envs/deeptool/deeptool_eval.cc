@@ -40,11 +40,8 @@ void Tally(DeepToolItemOutcome out, DeepToolMethodResult& r) {
 }  // namespace
 
 nlohmann::json DeepToolItemOutcome::ToJson() const {
-  nlohmann::json j = {{"correct", correct},
-                      {"answered", answered},
-                      {"steps", steps},
-                      {"code_runs", code_runs},
-                      {"cost_usd", cost_usd}};
+  nlohmann::json j = {{"id", id},       {"correct", correct},     {"answered", answered},
+                      {"steps", steps}, {"code_runs", code_runs}, {"cost_usd", cost_usd}};
   if (!failure.empty()) j["failure"] = failure;
   if (!format_error.empty()) j["format_error"] = format_error;
   if (!difficulty.empty()) j["difficulty"] = difficulty;
@@ -98,7 +95,8 @@ Result<std::vector<DeepToolMethodResult>> RunDeepToolEval(
   size_t n = examples.size();
   if (options.limit > 0) n = std::min(n, static_cast<size_t>(options.limit));
   if (n == 0) return InvalidArgument("eval: no examples");
-  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<DeepToolEnv> env, DeepToolEnv::Create(std::move(c), nullptr, options.tools));
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<DeepToolEnv> env,
+                         DeepToolEnv::Create(std::move(c), nullptr, options.tools));
 
   std::vector<DeepToolMethodResult> results;
   for (const std::string& method : methods) {
@@ -106,6 +104,7 @@ Result<std::vector<DeepToolMethodResult>> RunDeepToolEval(
     r.method = method;
     for (size_t i = 0; i < n; ++i) {
       DeepToolItemOutcome out;
+      out.id = examples[i].id;
       const auto difficulty = examples[i].extra.find("difficulty");
       if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
         out.difficulty = difficulty->get<std::string>();
@@ -150,12 +149,13 @@ Result<std::vector<DeepToolMethodResult>> RunDeepToolEval(
 void PrintDeepToolEval(const std::vector<DeepToolMethodResult>& results, std::ostream& out) {
   char line[256];
   std::snprintf(line, sizeof(line), "%-8s %5s %8s %8s %9s %6s %6s %9s %9s %12s %10s\n", "method",
-                "n", "accuracy", "answered", "malformed", "failed", "steps", "code_runs",
-                "tokens", "cost_usd", "energy_j");
+                "n", "accuracy", "answered", "malformed", "failed", "steps", "code_runs", "tokens",
+                "cost_usd", "energy_j");
   out << line;
   for (const DeepToolMethodResult& r : results) {
     const double n = r.episodes > 0 ? static_cast<double>(r.episodes) : 1.0;
-    std::snprintf(line, sizeof(line), "%-8s %5lld %8.4f %8lld %9lld %6lld %6.2f %9.2f %9.0f %12.4e %10.4f\n",
+    std::snprintf(line, sizeof(line),
+                  "%-8s %5lld %8.4f %8lld %9lld %6lld %6.2f %9.2f %9.0f %12.4e %10.4f\n",
                   r.method.c_str(), static_cast<long long>(r.episodes), r.accuracy(),
                   static_cast<long long>(r.answered), static_cast<long long>(r.malformed),
                   static_cast<long long>(r.failed), static_cast<double>(r.steps) / n,
@@ -173,7 +173,8 @@ void PrintDeepToolEval(const std::vector<DeepToolMethodResult>& results, std::os
     }
     if (!by_difficulty.empty()) {
       out << r.method << " correct by difficulty:";
-      for (const auto& [d, ct] : by_difficulty) out << " " << d << " " << ct.first << "/" << ct.second;
+      for (const auto& [d, ct] : by_difficulty)
+        out << " " << d << " " << ct.first << "/" << ct.second;
       out << "\n";
     }
     if (!r.failures.empty()) {

@@ -31,6 +31,7 @@ struct DeepToolEvalOptions {
 
 // One example's outcome.
 struct DeepToolItemOutcome {
+  std::string id;  // the example's id
   bool correct = false;
   bool answered = false;     // the episode ended with an answer step
   std::string failure;       // FailureReasonName when the episode failed, else empty
@@ -38,7 +39,7 @@ struct DeepToolItemOutcome {
   int64_t steps = 0;         // policy steps
   int64_t code_runs = 0;     // programs run in the sandbox
   double cost_usd = 0.0;
-  std::string difficulty;    // the item's "difficulty" field, when it has one
+  std::string difficulty;  // the item's "difficulty" field, when it has one
 
   nlohmann::json ToJson() const;
 };
@@ -54,9 +55,9 @@ struct DeepToolMethodResult {
   int64_t code_runs = 0;
   int64_t llm_calls = 0;
   int64_t tokens = 0;
-  double cost_usd = 0.0;   // summed
-  double energy_j = 0.0;   // summed
-  double latency_s = 0.0;  // summed episode wall time
+  double cost_usd = 0.0;                    // summed
+  double energy_j = 0.0;                    // summed
+  double latency_s = 0.0;                   // summed episode wall time
   std::map<std::string, int64_t> failures;  // failed episodes by reason
   std::vector<DeepToolItemOutcome> items;   // per example, in order
 

@@ -102,7 +102,8 @@ double R2MethodResult::mean_cost_usd() const {
 }
 
 nlohmann::json R2ItemOutcome::ToJson() const {
-  nlohmann::json j = {{"correct", correct},
+  nlohmann::json j = {{"id", id},
+                      {"correct", correct},
                       {"models", models},
                       {"cost_usd", cost_usd},
                       {"policy_cost_usd", policy_cost_usd}};
@@ -169,6 +170,7 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
     for (size_t i = 0; i < n; ++i) {
       const std::string item_json = R2ItemJson(examples[i]);
       R2ItemOutcome out;
+      out.id = examples[i].id;
       const auto difficulty = examples[i].extra.find("difficulty");
       if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
         out.difficulty = difficulty->get<std::string>();

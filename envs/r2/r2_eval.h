@@ -31,6 +31,7 @@ struct R2EvalOptions {
 
 // One example's outcome under a method.
 struct R2ItemOutcome {
+  std::string id;  // the example's id
   bool correct = false;
   std::string failure;           // FailureReasonName, empty when the episode ran
   std::string format_error;      // the allocator's malformed decomposition or allocation

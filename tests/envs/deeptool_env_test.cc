@@ -521,10 +521,10 @@ TEST_F(DeepToolEnvTest, ThePaperRecipeBuildsTheEnvAndRunsAStepInstance) {
 // `allot eval` on a DeepTool recipe: whole greedy episodes whatever the recipe's mode, the code
 // run, the answer graded; answered, malformed and code runs counted per problem.
 TEST_F(DeepToolEnvTest, EvalRunsWholeGreedyEpisodesAndCountsAnswersMalformedStepsAndCodeRuns) {
-  server_.Script("/v1/completions",
-                 {Reply::Json(Sampled(kStep1, {11})), Reply::Json(Sampled(kStep2, {21})),
-                  Reply::Json(Sampled(kStep2, {22})),
-                  Reply::Json(Sampled("no schema here", {23}))});
+  server_.Script(
+      "/v1/completions",
+      {Reply::Json(Sampled(kStep1, {11})), Reply::Json(Sampled(kStep2, {21})),
+       Reply::Json(Sampled(kStep2, {22})), Reply::Json(Sampled("no schema here", {23}))});
   DeepToolEnvConfig c = Config("stepwise");  // a training recipe: the eval runs whole episodes
   c.deeptool.format_errors = "fail";         // the eval scores malformed steps anyway
   auto example = [](const std::string& answer, const std::string& difficulty) {
@@ -537,6 +537,7 @@ TEST_F(DeepToolEnvTest, EvalRunsWholeGreedyEpisodesAndCountsAnswersMalformedStep
   };
   std::vector<datasets::Example> examples = {example("2", "add1"), example("3", "add1"),
                                              example("2", "mul21")};
+  examples[2].id = "tw-test-mul21-0003";
   DeepToolEvalOptions options;
   options.tools = registry_;
   options.adapter = "tir-v3";
@@ -546,9 +547,9 @@ TEST_F(DeepToolEnvTest, EvalRunsWholeGreedyEpisodesAndCountsAnswersMalformedStep
   const DeepToolMethodResult& r = (*results)[0];
   EXPECT_EQ(r.method, "tir");
   EXPECT_EQ(r.episodes, 3);
-  EXPECT_EQ(r.correct, 1);      // code, then the right answer
-  EXPECT_EQ(r.answered, 2);     // the second answered 2, not 3
-  EXPECT_EQ(r.malformed, 1);    // the third broke the schema: scored, not failed
+  EXPECT_EQ(r.correct, 1);    // code, then the right answer
+  EXPECT_EQ(r.answered, 2);   // the second answered 2, not 3
+  EXPECT_EQ(r.malformed, 1);  // the third broke the schema: scored, not failed
   EXPECT_EQ(r.failed, 0);
   EXPECT_EQ(r.code_runs, 1);
   EXPECT_EQ(r.steps, 4);
@@ -558,6 +559,7 @@ TEST_F(DeepToolEnvTest, EvalRunsWholeGreedyEpisodesAndCountsAnswersMalformedStep
   EXPECT_EQ(r.items[0].difficulty, "add1");
   EXPECT_EQ(r.items[2].format_error.rfind("format_error: step 1: malformed", 0), 0u)
       << r.items[2].format_error;
+  EXPECT_EQ(r.items[2].ToJson().value("id", ""), "tw-test-mul21-0003");
   for (const json& body : Bodies(server_, "/v1/completions")) {
     EXPECT_EQ(body["temperature"], 0.0);
     EXPECT_EQ(body["model"], "tir-v3");

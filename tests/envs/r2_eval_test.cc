@@ -63,6 +63,7 @@ TEST_F(R2EvalTest, ScoresTheAllocatorAndEachPoolModelWithTheirCosts) {
        // big alone: right, right
        Reply::Json(Sampled("\\boxed{3}", {71})), Reply::Json(Sampled("\\boxed{5}", {72}))});
   std::vector<datasets::Example> items = {Item("What is 1 + 2?", "3"), Item("What is 2 + 3?", "5")};
+  items[1].id = "tw-test-add2-0007";
   auto results = RunR2Eval(Config(), items, {});
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   ASSERT_EQ(results->size(), 3u);
@@ -75,6 +76,7 @@ TEST_F(R2EvalTest, ScoresTheAllocatorAndEachPoolModelWithTheirCosts) {
   // The malformed plan is there to read, in the items of the eval's JSON.
   EXPECT_EQ(alloc.items[1].allocation, "no plan");
   EXPECT_EQ(alloc.items[1].ToJson().value("decomposition", ""), "Subtask 1: a");
+  EXPECT_EQ(alloc.items[1].ToJson().value("id", ""), "tw-test-add2-0007");
   EXPECT_EQ(alloc.subtasks_per_model.at("small"), 1);
   EXPECT_EQ(alloc.subtasks_per_model.at("big"), 1);
   // Every scripted reply bills 10 prompt tokens and one completion token per id.
