@@ -230,7 +230,6 @@ def table(out_dir, args):
                 f"{r['mean_latency_s']:>9.3f}  {lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
             pts.write(f"\"{label}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
     lines += by_difficulty(rows)
-    lines += rlot_problem_lines(before, after)
     text = "\n".join(lines) + "\n"
     with open(f"{out_dir}/table.txt", "w") as f:
         f.write(text)

@@ -114,10 +114,7 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
     for (size_t i = 0; i < n; ++i) {
       const std::string item_json = CogerItemJson(examples[i]);
       CogerItemOutcome out;
-      const auto difficulty = examples[i].extra.find("difficulty");
-      if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
-        out.difficulty = difficulty->get<std::string>();
-      }
+      out.difficulty = runtime::ExampleDifficulty(examples[i]);
       const auto t0 = Clock::now();
       if (method == "router") {
         runtime::EpisodeInput in;

@@ -105,10 +105,7 @@ Result<std::vector<DeepToolMethodResult>> RunDeepToolEval(
     for (size_t i = 0; i < n; ++i) {
       DeepToolItemOutcome out;
       out.id = examples[i].id;
-      const auto difficulty = examples[i].extra.find("difficulty");
-      if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
-        out.difficulty = difficulty->get<std::string>();
-      }
+      out.difficulty = runtime::ExampleDifficulty(examples[i]);
       runtime::EpisodeInput in;
       in.episode_id = "eval-" + std::to_string(i);
       in.dataset_item = DeepToolItemJson(examples[i]);

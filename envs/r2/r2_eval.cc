@@ -171,10 +171,7 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
       const std::string item_json = R2ItemJson(examples[i]);
       R2ItemOutcome out;
       out.id = examples[i].id;
-      const auto difficulty = examples[i].extra.find("difficulty");
-      if (difficulty != examples[i].extra.end() && difficulty->is_string()) {
-        out.difficulty = difficulty->get<std::string>();
-      }
+      out.difficulty = runtime::ExampleDifficulty(examples[i]);
       const auto t0 = Clock::now();
       if (method == "allocator") {
         runtime::EpisodeInput in;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "envs/runtime/eval_output.h"
 #include "rewards/majority_vote.h"
 
 namespace allot::envs::rlot {
@@ -100,11 +101,8 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
   for (const datasets::Example& ex : problems) {
     RlotProblemRecord item;
     item.id = ex.id;
-    if (auto d = ex.extra.find("difficulty"); d != ex.extra.end() && d->is_string()) {
-      item.difficulty = d->get<std::string>();
-    }
+    item.difficulty = runtime::ExampleDifficulty(ex);
     std::vector<std::string> answers;
-    std::vector<bool> correct;
     for (int k = 0; k < options.trails; ++k) {
       runtime::EpisodeInput in;
       in.episode_id = ex.id + "#" + std::to_string(k);
@@ -130,7 +128,6 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
       const bool ok = !failed && outcome > 0.5;
       if (ok) ++r.trail_correct;
       answers.push_back(failed ? "" : t.info["answer"]);
-      correct.push_back(ok);
       RlotTrailRecord trail;
       trail.blocks = t.info["blocks"];
       trail.answer = answers.back();
@@ -143,7 +140,7 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
     }
     // RLoT Sec. 4.1: majority over equivalent answers; a seeded coin breaks ties.
     const rewards::VoteResult vote = rewards::MajorityVoteSeeded(answers, Mix(options.seed, ~n));
-    item.voted_correct = vote.found && correct[static_cast<size_t>(vote.index)];
+    item.voted_correct = vote.found && item.trails[static_cast<size_t>(vote.index)].correct;
     if (item.voted_correct) ++r.voted_correct;
     if (vote.tied_groups > 1) ++r.tied_votes;
     ++r.problems;

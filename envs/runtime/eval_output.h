@@ -24,6 +24,13 @@ inline std::vector<std::string> ParseEvalMethods(const std::string& method) {
   return methods;
 }
 
+// The example's "difficulty" field (the tiny world's, for per-difficulty tables), or "" when it
+// has none or it is not a string.
+inline std::string ExampleDifficulty(const datasets::Example& e) {
+  const auto d = e.extra.find("difficulty");
+  return d != e.extra.end() && d->is_string() ? d->get<std::string>() : std::string();
+}
+
 // Writes each result's ToJson() into one JSON array at `path`.
 template <typename MethodResult>
 Status WriteEvalJson(const std::vector<MethodResult>& results, const std::string& path) {
