@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "envs/atlas/atlas_env.h"
+#include "envs/runtime/eval_output.h"
 
 namespace allot::envs::atlas {
 namespace {
@@ -54,6 +55,17 @@ std::string AtlasEvalReport::ToJson() const {
   nlohmann::ordered_json by = nlohmann::ordered_json::object();
   for (const auto& [name, u] : usage.by_endpoint) by[name] = TotalsJson(u);
   j["by_endpoint"] = by;
+  nlohmann::ordered_json items_json = nlohmann::ordered_json::array();
+  for (const AtlasItemOutcome& o : items) {
+    nlohmann::ordered_json item = {{"id", o.id}};
+    if (!o.difficulty.empty()) item["difficulty"] = o.difficulty;
+    item["correct"] = o.correct;
+    item["explore_calls"] = o.explore_calls;
+    item[o.failure.empty() ? "stopped" : "failure"] = o.failure.empty() ? o.stopped : o.failure;
+    item["cost_usd"] = o.cost_usd;
+    items_json.push_back(std::move(item));
+  }
+  j["items"] = items_json;
   return j.dump(2);
 }
 
@@ -73,18 +85,25 @@ Result<AtlasEvalReport> EvaluateAtlas(AtlasEnv& env, const std::vector<datasets:
     ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.Run(in));
     ++r.problems;
     r.usage.Merge(t.usage);
-    const int64_t calls = t.tool_calls;
-    r.explore_calls += calls;
-    ++r.calls_histogram[calls];
+    AtlasItemOutcome& item = r.items.emplace_back();
+    item.id = ex.id;
+    item.difficulty = runtime::ExampleDifficulty(ex);
+    item.explore_calls = t.tool_calls;
+    item.cost_usd = t.usage.total.cost_usd;
+    r.explore_calls += item.explore_calls;
+    ++r.calls_histogram[item.explore_calls];
     if (t.failure.failed()) {
       ++r.failed;
-      ++r.stopped[std::string("failure:") + runtime::FailureReasonName(t.failure.reason)];
+      item.failure = runtime::FailureReasonName(t.failure.reason);
+      ++r.stopped["failure:" + item.failure];
       continue;
     }
-    ++r.stopped[t.info.count("stopped") ? t.info["stopped"] : "unknown"];
+    item.stopped = t.info.count("stopped") ? t.info["stopped"] : "unknown";
+    ++r.stopped[item.stopped];
     for (const auto& [name, v] : t.rewards) {
-      if (name == "accuracy" && v > 0.5) ++r.correct;
+      if (name == "accuracy" && v > 0.5) item.correct = true;
     }
+    r.correct += item.correct ? 1 : 0;
   }
   return r;
 }

@@ -21,6 +21,17 @@ namespace allot::envs::atlas {
 
 class AtlasEnv;
 
+// One problem's outcome, so that methods and runs can be compared problem by problem.
+struct AtlasItemOutcome {
+  std::string id;          // the example's id
+  std::string difficulty;  // its "difficulty" field, when it has one
+  bool correct = false;
+  int64_t explore_calls = 0;
+  std::string stopped;    // why the episode ended (final_answer, budget, ...); empty on a failure
+  std::string failure;    // FailureReasonName when the episode failed
+  double cost_usd = 0.0;  // every call of the episode
+};
+
 struct AtlasEvalReport {
   std::string method;
   int64_t problems = 0;
@@ -31,12 +42,13 @@ struct AtlasEvalReport {
   std::map<std::string, int64_t> stopped;      // why episodes ended (final_answer, budget, ...)
   llm::UsageReport usage;                      // every call, per endpoint
   int budget = 0;
+  std::vector<AtlasItemOutcome> items;  // in the problems' order
 
   double accuracy() const { return problems > 0 ? static_cast<double>(correct) / problems : 0; }
   double mean_explore_calls() const {
     return problems > 0 ? static_cast<double>(explore_calls) / problems : 0;
   }
-  std::string ToJson() const;  // one object
+  std::string ToJson() const;  // one object, with every problem's outcome in "items"
 };
 
 // The dataset item an episode reads: {"question", "answer", "format"}.

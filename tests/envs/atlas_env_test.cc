@@ -363,6 +363,19 @@ TEST_F(AtlasEnvTest, EvalReportsAccuracyCallsAndCost) {
   EXPECT_EQ(r->budget, 8);
   EXPECT_EQ(r->usage.total.calls, 4);
   EXPECT_NE(r->ToJson().find("\"mean_explore_calls\": 0.5"), std::string::npos) << r->ToJson();
+  // Each problem's outcome, in order: a explored once and answered 5; b answered 3 at once.
+  ASSERT_EQ(r->items.size(), 2u);
+  EXPECT_EQ(r->items[0].id, "a");
+  EXPECT_TRUE(r->items[0].correct);
+  EXPECT_EQ(r->items[0].explore_calls, 1);
+  EXPECT_EQ(r->items[0].stopped, "final_answer");
+  EXPECT_EQ(r->items[1].id, "b");
+  EXPECT_FALSE(r->items[1].correct);
+  EXPECT_EQ(r->items[1].explore_calls, 0);
+  const auto j = nlohmann::json::parse(r->ToJson());
+  ASSERT_EQ(j["items"].size(), 2u);
+  EXPECT_EQ(j["items"][1]["id"], "b");
+  EXPECT_EQ(j["items"][1]["correct"], false);
 }
 
 }  // namespace
