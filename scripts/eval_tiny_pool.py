@@ -18,6 +18,12 @@ accuracy per difficulty (add1 add2 mul21 mul22 word mul33 fact fact2) and per fo
              random levels, so only the format is learned)
   self_eval  RLoT Table 1: the share of replies with all seven "K score=S reason=..." lines,
              and of those that score a correct newest step A3=3 (arithmetic steps)
+  steps      where chains break, teacher-forced: step k of the reference chain asked with RLoT's
+             Reason prompt after the reference steps before it (rows step1, step2, ...), and
+             the final answer asked with the Terminate prompt after the whole chain (final)
+  ops        each reference step's operation asked on its own as the step drill asks it
+             ("What is 24 - 9?" answered directly; rows op1, op2, ...): is a wrong step the
+             arithmetic or the chain?
 
 Only the Python standard library is used. Example:
   scripts/eval_tiny_pool.py --data runs/tinyworld/data --limit 50 --json runs/pool_eval.json
@@ -48,7 +54,8 @@ ASK_READ_TOOL = "Say what the tool output tells."
 TOOL_QUERY_OPEN, TOOL_QUERY_CLOSE = "<|begin_tool_query|>", "<|end_tool_query|>"
 TOOL_RESULT_OPEN, TOOL_RESULT_CLOSE = "<|begin_tool_result|>", "<|end_tool_result|>"
 SELF_EVAL_KEYS = ["A1", "A2", "A3", "B1", "B2", "C1", "C2"]
-MAX_TOKENS = {"direct": 48, "cot": 256, "tool": 256, "read": 96, "route": 48, "self_eval": 256}
+MAX_TOKENS = {"direct": 48, "cot": 256, "tool": 256, "read": 96, "route": 48, "self_eval": 256,
+              "steps": 48}
 
 
 def prompt(question, context, ask):
@@ -196,6 +203,11 @@ def solution_steps(item):
     return [l for l in item["solution"].split("\n") if l.startswith("Step ")]
 
 
+def rlot_chain(steps):
+    """{steps} as the RLoT env fills it: the "Step i: ..." lines, or "(none yet)"."""
+    return "\n".join(steps) if steps else "(none yet)"
+
+
 def reference_queries(item):
     return [q.strip() for q in re.findall(re.escape(TOOL_QUERY_OPEN) + "(.*?)" +
                                           re.escape(TOOL_QUERY_CLOSE), item["solution"])]
@@ -228,11 +240,35 @@ def evaluate_item(server, knowledge, item, fmt):
         keys = [re.match(r"([A-C][1-3]) score=([0-3]) reason=", l) for l in lines]
         well_formed = len(lines) == 7 and all(keys) and [k.group(1) for k in keys] == SELF_EVAL_KEYS
         return int(well_formed), reply
+    if fmt == "steps":
+        # RLoT's Reason and Terminate templates (rlot_templates.h) without the trailing newline,
+        # as the env sends them; the reply is trimmed, as the env trims it.
+        steps, cells, replies = solution_steps(item), [], []
+        for k, step in enumerate(steps):
+            text = q + "\nReasoning so far:\n" + rlot_chain(steps[:k]) + "\nReason one step."
+            reply, _ = server.complete(text, MAX_TOKENS["steps"])
+            cells.append(("step%d" % (k + 1), int(reply.strip() == step.split(": ", 1)[1])))
+            replies.append(reply)
+        text = q + "\nReasoning so far:\n" + rlot_chain(steps) + "\nGive the final answer."
+        reply, _ = server.complete(text, MAX_TOKENS["direct"])
+        cells.append(("final", int(correct(reply, item["answer"]))))
+        return cells, replies + [reply]
+    if fmt == "ops":
+        cells, replies = [], []
+        for k, step in enumerate(solution_steps(item)):
+            m = re.fullmatch(r"Step \d+: (\d+) ([-+*]) (\d+) = (\d+)", step)
+            if not m:
+                continue
+            question = "What is %s %s %s?" % m.group(1, 2, 3)
+            reply, _ = server.complete(prompt(question, "", ASK["direct"]), MAX_TOKENS["direct"])
+            cells.append(("op%d" % (k + 1), int(correct(reply, m.group(4)))))
+            replies.append(reply)
+        return cells, replies
     raise ValueError(fmt)
 
 
 def applicable(item, fmt):
-    if fmt == "self_eval":  # the navigator's states: steps without tools
+    if fmt in ("self_eval", "steps", "ops"):  # the navigator's states: steps without tools
         return "tool" not in item["solution"] and bool(solution_steps(item))
     return True
 
@@ -283,7 +319,9 @@ def main():
         table = {}
         for (it, fmt), (score, reply) in zip(jobs, scores):
             cells = [(fmt, score)]
-            if fmt == "tool":
+            if fmt in ("steps", "ops"):
+                cells = score
+            elif fmt == "tool":
                 cells = [("tool", score[0])] + [
                     (name, value) for name, value in (("tool_query", score[1]),
                                                       ("tool_entity", score[2]))
@@ -302,7 +340,9 @@ def main():
     print(header)
     print("|" + "---|" * (len(DIFFICULTIES) + 3))
     for tier in tiers:
-        extra = ["tool_query", "tool_entity"]
+        extra = ["tool_query", "tool_entity"] + sorted(
+            (f for f in results[tier]["table"] if re.fullmatch(r"(step|op)\d+|final", f)),
+            key=lambda f: (f[0], len(f), f))
         for fmt in [f for f in formats + extra if f in results[tier]["table"]]:
             row = results[tier]["table"].get(fmt, {})
             cells, right, total = [], 0, 0
