@@ -203,9 +203,12 @@ def solution_steps(item):
     return [l for l in item["solution"].split("\n") if l.startswith("Step ")]
 
 
-def rlot_chain(steps):
-    """{steps} as the RLoT env fills it: the "Step i: ..." lines, or "(none yet)"."""
-    return "\n".join(steps) if steps else "(none yet)"
+def rlot_prompt(question, steps, instruction):
+    """An RLoT template of rlot_templates.h ({question}, "Reasoning so far:", {steps}, the
+    instruction) as the env sends it: {steps} the "Step i: ..." lines or "(none yet)", and no
+    trailing newline."""
+    chain = "\n".join(steps) if steps else "(none yet)"
+    return question + "\nReasoning so far:\n" + chain + "\n" + instruction
 
 
 def reference_queries(item):
@@ -233,24 +236,22 @@ def evaluate_item(server, knowledge, item, fmt):
         ok = re.fullmatch(r"(?s)(.*\S )?<question_level>L[1-4]</question_level>\s*", reply)
         return int(bool(ok)), reply
     if fmt == "self_eval":
-        steps = solution_steps(item)
-        text = q + "\nReasoning so far:\n" + "\n".join(steps) + "\nEvaluate the newest step."
+        text = rlot_prompt(q, solution_steps(item), "Evaluate the newest step.")
         reply, _ = server.complete(text, MAX_TOKENS["self_eval"])
         lines = [l for l in reply.strip().split("\n") if l]
         keys = [re.match(r"([A-C][1-3]) score=([0-3]) reason=", l) for l in lines]
         well_formed = len(lines) == 7 and all(keys) and [k.group(1) for k in keys] == SELF_EVAL_KEYS
         return int(well_formed), reply
     if fmt == "steps":
-        # RLoT's Reason and Terminate templates (rlot_templates.h) without the trailing newline,
-        # as the env sends them; the reply is trimmed, as the env trims it.
+        # RLoT's Reason and Terminate calls; the reply is trimmed, as the env trims it.
         steps, cells, replies = solution_steps(item), [], []
         for k, step in enumerate(steps):
-            text = q + "\nReasoning so far:\n" + rlot_chain(steps[:k]) + "\nReason one step."
+            text = rlot_prompt(q, steps[:k], "Reason one step.")
             reply, _ = server.complete(text, MAX_TOKENS["steps"])
             cells.append(("step%d" % (k + 1), int(reply.strip() == step.split(": ", 1)[1])))
             replies.append(reply)
-        text = q + "\nReasoning so far:\n" + rlot_chain(steps) + "\nGive the final answer."
-        reply, _ = server.complete(text, MAX_TOKENS["direct"])
+        reply, _ = server.complete(rlot_prompt(q, steps, "Give the final answer."),
+                                   MAX_TOKENS["direct"])
         cells.append(("final", int(correct(reply, item["answer"]))))
         return cells, replies + [reply]
     if fmt == "ops":
