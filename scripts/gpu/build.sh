@@ -109,9 +109,16 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja \
   -DALLOT_WERROR=OFF -DALLOT_USE_CCACHE=OFF \
   >"$BUILD/configure.log" 2>&1 || { tail -n 60 "$BUILD/configure.log"; die "configure failed"; }
 
+# The wheel's libtorch.so exports its own copy of std::filesystem, and it comes before
+# libstdc++ in allot's lookup order, so allot's calls bind to it; its remove_all(path, ec)
+# calls through a null pointer (every test that removed a directory died). Preloading the
+# system's libstdc++ puts it first.
+STDCXX=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && /x86-64/ {print $NF; exit}')
+[[ -n "$STDCXX" ]] || STDCXX=$(g++ -print-file-name=libstdc++.so.6)
 cat >"$BUILD/env.sh" <<ENVEOF
-# Libraries of the CUDA build: Debian's unpacked packages, LibTorch, NCCL.
+# Libraries of the CUDA build: Debian's unpacked packages, LibTorch, NCCL; libstdc++ first.
 export LD_LIBRARY_PATH="$LIBDIR:$TORCH_DIR/lib:$(dirname "$NCCL_LIB")\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+export LD_PRELOAD="$STDCXX\${LD_PRELOAD:+:\$LD_PRELOAD}"
 ENVEOF
 
 targets=("$@")

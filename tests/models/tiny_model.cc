@@ -24,15 +24,18 @@ struct Stored {
 
 namespace {
 
-// Removes the directories made by MakeTempDir when the test binary exits.
-struct TempDirs {
+// Removes the directories made by MakeTempDir after the last test, in gtest's global
+// tear-down: while every library is still whole, rather than among the static destructors.
+struct TempDirs : ::testing::Environment {
   std::vector<std::filesystem::path> dirs;
-  ~TempDirs() {
+  void TearDown() override {
     std::error_code ec;
     for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+    dirs.clear();
   }
 };
-TempDirs temp_dirs;
+// gtest owns the environment and deletes it after RUN_ALL_TESTS.
+TempDirs& temp_dirs = *static_cast<TempDirs*>(::testing::AddGlobalTestEnvironment(new TempDirs));
 
 }  // namespace
 
