@@ -7,6 +7,7 @@
 
 #include "apps/commands.h"
 #include "core/crash_guard.h"
+#include "core/library_binding.h"
 #include "core/logging.h"
 
 namespace {
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   const std::string command = SubcommandName(app, argc, argv);
   allot::InstallTerminateHandler(command, allot::apps::kExitError);
   if (!allot::SetupLogging("info").ok()) return allot::apps::kExitError;
+  if (const allot::Status s = allot::CheckStdFilesystemBinding(); !s.ok()) {
+    std::cerr << "allot: " << s.message() << "\n";
+    return allot::apps::kExitError;
+  }
   return allot::RunGuarded(
       command,
       [&] {
