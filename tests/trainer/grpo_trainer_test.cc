@@ -77,8 +77,10 @@ GrpoRunOptions TagRunOptions(const std::string& model_dir, const std::string& ur
 class ServedTinyModel {
  public:
   // max_batch 1: every request is decoded alone, so seeded sampling repeats bit for bit.
-  explicit ServedTinyModel(int max_batch = 32) {
-    model_dir_ = llm::serve::testing::WriteServableTinyModel("grpo_tiny", 7);
+  // model_dir: where to write the model (default: a temp directory of its own).
+  explicit ServedTinyModel(int max_batch = 32, const std::string& model_dir = "") {
+    model_dir_ = model_dir.empty() ? llm::serve::testing::WriteServableTinyModel("grpo_tiny", 7)
+                                   : llm::serve::testing::WriteServableTinyModelIn(model_dir, 7);
     llm::serve::ServeConfig c;
     c.model = model_dir_;
     c.served_model_name = "tiny";
@@ -208,7 +210,9 @@ TEST(GrpoResumeIntegrationTest, KilledRunResumesFromItsCheckpoint) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        ServedTinyModel served(1);
+        // The model goes under the parent's directory: SIGKILL leaves the child no chance
+        // to remove a temp directory of its own.
+        ServedTinyModel served(1, base + "/child_model");
         auto o = ResumeRunOptions(served, base + "/killed", 11);
         o.on_step_end = [](int64_t step) {
           if (step == kResumeN + 1) raise(SIGKILL);

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "models/causal_lm.h"
@@ -12,9 +13,14 @@
 namespace allot::llm::serve::testing {
 
 std::string WriteServableTinyModel(const std::string& name, uint32_t seed) {
+  return WriteServableTinyModelIn(models::testing::MakeTempDir(name), seed);
+}
+
+std::string WriteServableTinyModelIn(const std::string& model_dir, uint32_t seed) {
   models::ByteTokenizer tok;
-  const std::string dir = models::testing::WriteTinyModel(
-      models::testing::MakeTempDir(name), {.vocab_size = tok.vocab_size(), .seed = seed});
+  std::filesystem::create_directories(model_dir);
+  const std::string dir =
+      models::testing::WriteTinyModel(model_dir, {.vocab_size = tok.vocab_size(), .seed = seed});
   std::ofstream(dir + "/tokenizer.json") << tok.ToHuggingFaceJson();
   std::ofstream(dir + "/tokenizer_config.json")
       << R"({"chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"})";

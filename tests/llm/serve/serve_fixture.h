@@ -14,6 +14,9 @@ namespace allot::llm::serve::testing {
 
 // Writes the model into a fresh temp directory and returns it.
 std::string WriteServableTinyModel(const std::string& name, uint32_t seed = 7);
+// The same model written into `dir` (made if missing), for a process that cannot remove its
+// own temp directories (a death-test child killed by a signal); returns `dir`.
+std::string WriteServableTinyModelIn(const std::string& dir, uint32_t seed = 7);
 
 // Writes a LoRA adapter for the model in `model_dir` (q_proj and v_proj, rank 4). With
 // `zero_b` the adapter is the identity (B = 0); otherwise B is random.
