@@ -24,8 +24,8 @@ struct Stored {
 
 namespace {
 
-// Removes the directories made by MakeTempDir after the last test, in gtest's global
-// tear-down: while every library is still whole, rather than among the static destructors.
+// Removes the directories made by MakeTempDir after the last test (gtest's global tear-down),
+// before the process's exit handlers run.
 struct TempDirs : ::testing::Environment {
   std::vector<std::filesystem::path> dirs;
   void TearDown() override {
