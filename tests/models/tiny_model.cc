@@ -24,18 +24,15 @@ struct Stored {
 
 namespace {
 
-// Removes the directories made by MakeTempDir after the last test (gtest's global tear-down),
-// before the process's exit handlers run.
-struct TempDirs : ::testing::Environment {
+// Removes the directories made by MakeTempDir when the test binary exits.
+struct TempDirs {
   std::vector<std::filesystem::path> dirs;
-  void TearDown() override {
+  ~TempDirs() {
     std::error_code ec;
     for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
-    dirs.clear();
   }
 };
-// gtest owns the environment and deletes it after RUN_ALL_TESTS.
-TempDirs& temp_dirs = *static_cast<TempDirs*>(::testing::AddGlobalTestEnvironment(new TempDirs));
+TempDirs temp_dirs;
 
 }  // namespace
 
