@@ -5,7 +5,8 @@
 #      for byte against configs/tinyworld/manifest.json;
 #   2. the model pool: tiny Qwen2 transformers (tiers t0 < t1 < t2) trained from random weights
 #      by `allot sft` on sft_train.jsonl, one recipe per tier (configs/tinyworld/sft_<tier>.yaml,
-#      model configs in configs/tinyworld/tiers/). The weights ship in assets/tinyworld/pool/<tier>/
+#      model configs in configs/tinyworld/tiers/), then each on sft_practice.jsonl, the
+#      arithmetic practice (configs/tinyworld/practice.yaml, from the first phase's weights). The weights ship in assets/tinyworld/pool/<tier>/
 #      with their sha256 in assets/tinyworld/pool/manifest.json; a tier whose shipped files match
 #      the manifest is not trained again unless --retrain. Each tier trains on one CPU thread, so
 #      a retrained tier is bit-identical to the shipped one on the same build; --jobs tiers train
@@ -147,19 +148,30 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-4294967296}
 export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
 export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-536870912}
-train_tier() {  # <tier>: trains it into $work/tinyworld-<tier>, then copies the model to $pool
+train_tier() {  # <tier>: trains it in two phases under $work, then copies the model to $pool
   # (called where `set -e` does not apply, so every step checks its own status)
-  local t=$1 run=$work/tinyworld-$1
-  rm -rf "$run" || return 1
+  # Phase 1 (configs/tinyworld/sft_<tier>.yaml): from random weights on sft_train.jsonl.
+  # Phase 2 (configs/tinyworld/practice.yaml): from phase 1's model on sft_practice.jsonl, the
+  # arithmetic practice.
+  local t=$1 run=$work/tinyworld-$1 practice=$work/tinyworld-$1-practice
+  rm -rf "$run" "$practice" || return 1
   if ! "$ALLOT" sft -c "configs/tinyworld/sft_$t.yaml" --set run.output_dir="$work" \
       --set run.name="tinyworld-$t" --set sft.data="$out/sft_train.jsonl" >"$work/$t.log" 2>&1; then
     echo "make_tiny_world.sh: training $t failed; the log is $work/$t.log:" >&2
     tail -n 20 "$work/$t.log" >&2
     return 1
   fi
-  rm -rf "$pool/$t.new" && mkdir -p "$pool/$t.new" && cp "$run/model/"* "$pool/$t.new/" &&
+  echo "==> [tiny world] model $t, phase 1: $(grep -o 'done: .*' "$work/$t.log" | head -n 1)"
+  if ! "$ALLOT" sft -c configs/tinyworld/practice.yaml --set run.output_dir="$work" \
+      --set run.name="tinyworld-$t-practice" --set model.path="$run/model" \
+      --set sft.data="$out/sft_practice.jsonl" >"$work/$t-practice.log" 2>&1; then
+    echo "make_tiny_world.sh: the practice phase of $t failed; the log is $work/$t-practice.log:" >&2
+    tail -n 20 "$work/$t-practice.log" >&2
+    return 1
+  fi
+  rm -rf "$pool/$t.new" && mkdir -p "$pool/$t.new" && cp "$practice/model/"* "$pool/$t.new/" &&
     rm -rf "$pool/$t" && mv "$pool/$t.new" "$pool/$t" || return 1
-  echo "==> [tiny world] model $t: $(grep -o 'done: .*' "$work/$t.log" | head -n 1)"
+  echo "==> [tiny world] model $t, phase 2: $(grep -o 'done: .*' "$work/$t-practice.log" | head -n 1)"
 }
 if [[ ${#todo[@]} -gt 0 ]]; then
   echo "==> [tiny world] models: training ${todo[*]} ($jobs at a time, logs in $work)"
@@ -176,9 +188,9 @@ fi
 # The manifest: every shipped file's sha256 and size, each tier's parameter count and recipe.
 previous=$pool/.previous-manifest.json
 cp "$manifest" "$previous" 2>/dev/null || echo '{}' >"$previous"
-python3 - "$pool" "$out/sft_train.jsonl" "${tier_list[@]}" <<'PY'
+python3 - "$pool" "$out/sft_train.jsonl" "$out/sft_practice.jsonl" "${tier_list[@]}" <<'PY'
 import hashlib, json, os, struct, sys
-pool, data, tiers = sys.argv[1], sys.argv[2], sys.argv[3:]
+pool, data, practice, tiers = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 path = os.path.join(pool, "manifest.json")
 try:
     old = {t["name"]: t for t in json.load(open(path)).get("tiers", [])}
@@ -202,6 +214,7 @@ for t in tiers:
     entries[t] = {
         "name": t,
         "recipe": "configs/tinyworld/sft_%s.yaml" % t,
+        "practice_recipe": "configs/tinyworld/practice.yaml",
         "params": params,
         "hidden_size": config["hidden_size"],
         "num_hidden_layers": config["num_hidden_layers"],
@@ -209,7 +222,7 @@ for t in tiers:
                   for n in sorted(os.listdir(d))},
     }
 order = sorted(entries.values(), key=lambda e: e["params"])
-manifest = {"sft_data_sha256": sha(data), "tiers": order}
+manifest = {"sft_data_sha256": sha(data), "sft_practice_sha256": sha(practice), "tiers": order}
 with open(path + ".tmp", "w") as f:
     f.write(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 os.replace(path + ".tmp", path)

@@ -150,6 +150,31 @@ std::vector<std::string> SftFormats() {
           "solve_subtask", "summarize", "plans",       "choose_plan", "follow_plan",    "numbered"};
 }
 
+std::vector<SftRecord> PracticeRecords(const std::vector<SftRecord>& sft, int64_t others_percent,
+                                       SplitMix64& rng) {
+  std::vector<size_t> others;
+  size_t drill = 0;
+  for (size_t i = 0; i < sft.size(); ++i) {
+    if (sft[i].format == "step") {
+      ++drill;
+    } else {
+      others.push_back(i);
+    }
+  }
+  const size_t draw = std::min(
+      others.size(), drill * static_cast<size_t>(std::max<int64_t>(others_percent, 0)) / 100);
+  rng.Shuffle(others);
+  std::vector<bool> keep(sft.size(), false);
+  for (size_t i = 0; i < sft.size(); ++i) keep[i] = sft[i].format == "step";
+  for (size_t i = 0; i < draw; ++i) keep[others[i]] = true;
+  std::vector<SftRecord> out;
+  out.reserve(drill + draw);
+  for (size_t i = 0; i < sft.size(); ++i) {
+    if (keep[i]) out.push_back(sft[i]);
+  }
+  return out;
+}
+
 Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftConfig& config,
                                               SplitMix64& rng,
                                               const std::set<std::string>& held_out) {

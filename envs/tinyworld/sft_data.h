@@ -55,6 +55,10 @@ struct SftConfig {
   // How many times each renamed item is written, each time with names of its own: more
   // copying to learn from without more of anything else.
   int64_t fresh_names_copies = 1;
+  // sft_practice.jsonl, the pool's second training phase (scripts/make_tiny_world.sh): every
+  // step-drill record of sft_train.jsonl plus this share of their number drawn from the other
+  // records, so that the drill is seen several more times without the formats being forgotten.
+  int64_t practice_others_percent = 100;
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -74,6 +78,10 @@ struct SftConfig {
              .max = 100});
     v.Field("fresh_names_copies", fresh_names_copies,
             {.doc = "records of each renamed fact item, each with its own names", .min = 1});
+    v.Field("practice_others_percent", practice_others_percent,
+            {.doc = "sft_practice.jsonl: other records drawn, as a share of the drill records",
+             .min = 0,
+             .max = 1000});
   }
 };
 
@@ -83,6 +91,11 @@ struct SftConfig {
 // "step" drills the arithmetic the chains are made of: every step "a op b = c" of a tool-free
 // item becomes its own question "What is a op b?", answered directly and in one CoT step.
 std::vector<std::string> SftFormats();
+
+// The second phase's data (SftConfig::practice_others_percent): the "step" records of `sft` and
+// a draw without replacement from the rest, in their order in `sft`.
+std::vector<SftRecord> PracticeRecords(const std::vector<SftRecord>& sft, int64_t others_percent,
+                                       SplitMix64& rng);
 
 // The records of every enabled format that applies to `item`. A step whose question is in
 // `held_out` (the test split's questions) gets no step record, so no test question is trained.

@@ -199,6 +199,9 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
       for (auto& r : records) w.sft.push_back(std::move(r));
     }
   }
+  // Its own stream too, so that the practice draw leaves sft_train.jsonl as it was.
+  SplitMix64 practice_rng = root.Fork("sft/practice");
+  w.practice = PracticeRecords(w.sft, config.sft.practice_others_percent, practice_rng);
   return w;
 }
 
@@ -240,7 +243,8 @@ Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig
       {"test.jsonl", ItemsJsonl(only(world.test, false))},
       {"train_mc.jsonl", ItemsJsonl(only(world.train, true))},
       {"test_mc.jsonl", ItemsJsonl(only(world.test, true))},
-      {"sft_train.jsonl", SftJsonl(world.sft)}};
+      {"sft_train.jsonl", SftJsonl(world.sft)},
+      {"sft_practice.jsonl", SftJsonl(world.practice)}};
   nlohmann::json manifest = {{"seed", config.seed}, {"generator", "allot tinyworld 1"}};
   for (const auto& [name, bytes] : files) {
     ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + name, bytes));

@@ -52,7 +52,8 @@ struct TinyWorld {
   // Open items of each split, bucket by bucket in AllBuckets() order, then the
   // multiple-choice variants.
   std::vector<TaskItem> train, test;
-  std::vector<SftRecord> sft;  // made from the train split only
+  std::vector<SftRecord> sft;       // made from the train split only
+  std::vector<SftRecord> practice;  // the drill and a draw of the rest (PracticeRecords)
 };
 
 Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config);
@@ -63,7 +64,8 @@ std::string CorpusJsonl(const KnowledgeWorld& world);
 std::string SftJsonl(const std::vector<SftRecord>& records);
 
 // Writes into `dir` (created if missing): corpus.jsonl, train.jsonl, test.jsonl (open items),
-// train_mc.jsonl, test_mc.jsonl (multiple choice), sft_train.jsonl and manifest.json (seed,
+// train_mc.jsonl, test_mc.jsonl (multiple choice), sft_train.jsonl, sft_practice.jsonl and
+// manifest.json (seed,
 // counts per split and bucket, sha256 of each file, SFT records per format and the longest
 // record in bytes). Returns the manifest.
 Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig& config,

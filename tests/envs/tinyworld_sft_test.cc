@@ -525,6 +525,46 @@ TEST(TinyWorldSftTest, FreshNamesRenameFactItemsConsistentlyAndTouchNothingElse)
   EXPECT_FALSE(GenerateTinyWorld(fresh).ok());
 }
 
+// The practice phase's data: every drill record, as many others as the share says, nothing that
+// sft_train.jsonl does not hold, in its order; and drawing it changes no other record.
+TEST(TinyWorldSftTest, PracticeHoldsTheWholeDrillAndADrawOfTheRest) {
+  const TinyWorld& w = SmallWorld();
+  std::map<std::string, size_t> position;  // a record's bytes -> its first line in sft
+  for (size_t i = 0; i < w.sft.size(); ++i) position.emplace(w.sft[i].ToJson().dump(), i);
+  size_t drill = 0;
+  for (const SftRecord& r : w.sft) drill += r.format == "step";
+  ASSERT_GT(drill, 0u);
+  size_t drill_seen = 0, others = 0, last = 0;
+  std::set<std::string> formats;
+  for (size_t k = 0; k < w.practice.size(); ++k) {
+    const std::string line = w.practice[k].ToJson().dump();
+    auto it = position.find(line);
+    ASSERT_NE(it, position.end()) << "not a record of sft_train.jsonl: " << line;
+    if (k > 0) EXPECT_GT(it->second, last) << "out of sft_train.jsonl's order: " << line;
+    last = it->second;
+    if (w.practice[k].format == "step") {
+      ++drill_seen;
+    } else {
+      ++others;
+      formats.insert(w.practice[k].format);
+    }
+  }
+  EXPECT_EQ(drill_seen, drill);
+  EXPECT_EQ(others, drill);  // practice_others_percent: 100
+  EXPECT_GT(formats.size(), 10u) << "the draw should reach every kind of record";
+
+  TinyWorldConfig c = SmallConfig();
+  c.sft.practice_others_percent = 50;
+  auto half = GenerateTinyWorld(c);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_EQ(half->practice.size(), drill + drill / 2);
+  EXPECT_EQ(SftJsonl(half->sft), SftJsonl(w.sft));  // its own stream: nothing else moves
+  c.sft.practice_others_percent = 0;
+  auto none = GenerateTinyWorld(c);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->practice.size(), drill);
+}
+
 TEST(TinyWorldSftTest, UnknownFormatIsRefused) {
   SftConfig c;
   c.formats = {"cot", "poem"};

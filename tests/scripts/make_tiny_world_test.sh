@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# scripts/make_tiny_world.sh's pool stage end to end on the smallest tier, shortened: an `allot`
+# shim passes every `allot sft` two steps (--set trainer.total_steps=2), so both phases run for
+# real in seconds. Checks that phase 2 (configs/tinyworld/practice.yaml) starts from phase 1's
+# model and trains on sft_practice.jsonl, that the pool receives phase 2's model (not phase
+# 1's), that the manifest records it and the practice data, and that a second run without
+# --retrain trains nothing.
+#   tests/scripts/make_tiny_world_test.sh ALLOT_BINARY
+set -uo pipefail
+allot=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >"$tmp/allot" <<SHIM
+#!/usr/bin/env bash
+if [[ \$1 == sft ]]; then exec "$allot" "\$@" --set trainer.total_steps=2 --set checkpoint.every=1 \\
+  --set sft.optim.warmup_steps=1; fi
+exec "$allot" "\$@"
+SHIM
+chmod +x "$tmp/allot"
+cd "$root" || exit 1
+run() {
+  ALLOT=$tmp/allot ALLOT_TINYWORLD_DIR=$tmp/data ALLOT_TINYWORLD_RUNS=$tmp/runs \
+    bash scripts/make_tiny_world.sh --tiers t0 --pool "$tmp/pool" "$@" >"$tmp/out.log" 2>&1
+}
+run --retrain || { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh --retrain exited $code"; }
+phase1=$tmp/runs/tinyworld-t0/model/model.safetensors
+phase2=$tmp/runs/tinyworld-t0-practice/model/model.safetensors
+[[ -f $phase1 && -f $phase2 ]] || fail "no model of phase 1 or 2 under $tmp/runs"
+grep -q "sft_practice.jsonl" "$tmp/runs/t0-practice.log" ||
+  fail "phase 2 did not train on sft_practice.jsonl: $(head -n 5 "$tmp/runs/t0-practice.log")"
+grep -q "$tmp/runs/tinyworld-t0/model" "$tmp/runs/tinyworld-t0-practice/config.yaml" ||
+  fail "phase 2 did not start from phase 1's model"
+cmp -s "$phase1" "$phase2" && fail "phase 2 changed nothing"
+cmp -s "$phase2" "$tmp/pool/t0/model.safetensors" || fail "the pool's t0 is not phase 2's model"
+python3 - "$tmp/pool/manifest.json" "$tmp/data/sft_practice.jsonl" <<'PY' || exit 1
+import hashlib, json, sys
+m = json.load(open(sys.argv[1]))
+want = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+if m.get("sft_practice_sha256") != want:
+    sys.exit("FAIL: the manifest's sft_practice_sha256 is not the practice data's")
+t0 = [t for t in m["tiers"] if t["name"] == "t0"]
+if not t0 or t0[0].get("practice_recipe") != "configs/tinyworld/practice.yaml":
+    sys.exit("FAIL: the manifest does not name t0's practice recipe")
+PY
+run || { code=$?; tail -n 30 "$tmp/out.log"; fail "the second make_tiny_world.sh exited $code"; }
+grep -q "model t0: .* matches" "$tmp/out.log" || fail "the second run trained t0 again"
+echo "PASS: two phases, the pool holds phase 2's model, the manifest records it"
