@@ -5,8 +5,11 @@
 #      for byte against configs/tinyworld/manifest.json;
 #   2. the model pool: tiny Qwen2 transformers (tiers t0 < t1 < t2) trained from random weights
 #      by `allot sft` on sft_train.jsonl, one recipe per tier (configs/tinyworld/sft_<tier>.yaml,
-#      model configs in configs/tinyworld/tiers/), then each on sft_practice.jsonl, the
-#      arithmetic practice (configs/tinyworld/practice.yaml, from the first phase's weights). The weights ship in assets/tinyworld/pool/<tier>/
+#      model configs in configs/tinyworld/tiers/). With --practice each tier then trains a
+#      second phase on sft_practice.jsonl, the arithmetic practice (configs/tinyworld/
+#      practice.yaml, from the first phase's weights); the shipped pool has no second phase
+#      (the practice pool was measured and not shipped: docs/architecture.md). The weights
+#      ship in assets/tinyworld/pool/<tier>/
 #      with their sha256 in assets/tinyworld/pool/manifest.json; a tier whose shipped files match
 #      the manifest is not trained again unless --retrain. Each tier trains on one CPU thread, so
 #      a retrained tier is bit-identical to the shipped one on the same build; --jobs tiers train
@@ -16,6 +19,7 @@
 #
 # Usage: scripts/make_tiny_world.sh [--out DIR] [--seed N] [--no-check] [--retrain]
 #                                   [--tiers t0,t1,...] [--jobs N] [--pool DIR] [--data-only]
+#                                   [--practice]
 #        scripts/make_tiny_world.sh --check
 #   --out DIR    where the data goes (default: runs/tinyworld/data, or $ALLOT_TINYWORLD_DIR)
 #   --seed N     another world; the reference check only applies to the default seed 1, and
@@ -26,6 +30,7 @@
 #   --jobs N     tiers trained at the same time, one CPU thread each (default 2)
 #   --pool DIR   where the weights and their manifest go (default: assets/tinyworld/pool)
 #   --data-only  stop after the data
+#   --practice   train the second phase too (use with --pool DIR: the shipped pool has none)
 #   --manifest-only  write the pool manifest for the weights already in --pool (no training)
 #   --check      only verify the weights in --pool against its manifest's sha256
 set -euo pipefail
@@ -40,6 +45,7 @@ jobs=2
 pool=""
 tiers="t0,t1,t2"  # the pool, smallest first
 data_only=0
+practice=0
 check_only=0
 manifest_only=0
 while [[ $# -gt 0 ]]; do
@@ -52,6 +58,7 @@ while [[ $# -gt 0 ]]; do
     --jobs) jobs=$2; shift 2 ;;
     --pool) pool=$2; shift 2 ;;
     --data-only) data_only=1; shift ;;
+    --practice) practice=1; shift ;;
     --check) check_only=1; shift ;;
     --manifest-only) manifest_only=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 0 ;;
@@ -151,10 +158,10 @@ export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-536870912}
 train_tier() {  # <tier>: trains it in two phases under $work, then copies the model to $pool
   # (called where `set -e` does not apply, so every step checks its own status)
   # Phase 1 (configs/tinyworld/sft_<tier>.yaml): from random weights on sft_train.jsonl.
-  # Phase 2 (configs/tinyworld/practice.yaml): from phase 1's model on sft_practice.jsonl, the
-  # arithmetic practice.
-  local t=$1 run=$work/tinyworld-$1 practice=$work/tinyworld-$1-practice
-  rm -rf "$run" "$practice" || return 1
+  # Phase 2, with --practice (configs/tinyworld/practice.yaml): from phase 1's model on
+  # sft_practice.jsonl, the arithmetic practice.
+  local t=$1 run=$work/tinyworld-$1 practice_run=$work/tinyworld-$1-practice
+  rm -rf "$run" "$practice_run" || return 1
   if ! "$ALLOT" sft -c "configs/tinyworld/sft_$t.yaml" --set run.output_dir="$work" \
       --set run.name="tinyworld-$t" --set sft.data="$out/sft_train.jsonl" >"$work/$t.log" 2>&1; then
     echo "make_tiny_world.sh: training $t failed; the log is $work/$t.log:" >&2
@@ -162,16 +169,20 @@ train_tier() {  # <tier>: trains it in two phases under $work, then copies the m
     return 1
   fi
   echo "==> [tiny world] model $t, phase 1: $(grep -o 'done: .*' "$work/$t.log" | head -n 1)"
-  if ! "$ALLOT" sft -c configs/tinyworld/practice.yaml --set run.output_dir="$work" \
-      --set run.name="tinyworld-$t-practice" --set model.path="$run/model" \
-      --set sft.data="$out/sft_practice.jsonl" >"$work/$t-practice.log" 2>&1; then
-    echo "make_tiny_world.sh: the practice phase of $t failed; the log is $work/$t-practice.log:" >&2
-    tail -n 20 "$work/$t-practice.log" >&2
-    return 1
+  local final=$run
+  if [[ $practice == 1 ]]; then
+    final=$practice_run
+    if ! "$ALLOT" sft -c configs/tinyworld/practice.yaml --set run.output_dir="$work" \
+        --set run.name="tinyworld-$t-practice" --set model.path="$run/model" \
+        --set sft.data="$out/sft_practice.jsonl" >"$work/$t-practice.log" 2>&1; then
+      echo "make_tiny_world.sh: the practice phase of $t failed; the log is $work/$t-practice.log:" >&2
+      tail -n 20 "$work/$t-practice.log" >&2
+      return 1
+    fi
+    echo "==> [tiny world] model $t, phase 2: $(grep -o 'done: .*' "$work/$t-practice.log" | head -n 1)"
   fi
-  rm -rf "$pool/$t.new" && mkdir -p "$pool/$t.new" && cp "$practice/model/"* "$pool/$t.new/" &&
+  rm -rf "$pool/$t.new" && mkdir -p "$pool/$t.new" && cp "$final/model/"* "$pool/$t.new/" &&
     rm -rf "$pool/$t" && mv "$pool/$t.new" "$pool/$t" || return 1
-  echo "==> [tiny world] model $t, phase 2: $(grep -o 'done: .*' "$work/$t-practice.log" | head -n 1)"
 }
 if [[ ${#todo[@]} -gt 0 ]]; then
   echo "==> [tiny world] models: training ${todo[*]} ($jobs at a time, logs in $work)"
@@ -188,9 +199,10 @@ fi
 # The manifest: every shipped file's sha256 and size, each tier's parameter count and recipe.
 previous=$pool/.previous-manifest.json
 cp "$manifest" "$previous" 2>/dev/null || echo '{}' >"$previous"
-python3 - "$pool" "$out/sft_train.jsonl" "$out/sft_practice.jsonl" "${tier_list[@]}" <<'PY'
+python3 - "$pool" "$out/sft_train.jsonl" "$out/sft_practice.jsonl" "$practice" "${tier_list[@]}" <<'PY'
 import hashlib, json, os, struct, sys
-pool, data, practice, tiers = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+pool, data, practice, with_practice, tiers = (sys.argv[1], sys.argv[2], sys.argv[3],
+                                              sys.argv[4] == "1", sys.argv[5:])
 path = os.path.join(pool, "manifest.json")
 try:
     old = {t["name"]: t for t in json.load(open(path)).get("tiers", [])}
@@ -214,15 +226,18 @@ for t in tiers:
     entries[t] = {
         "name": t,
         "recipe": "configs/tinyworld/sft_%s.yaml" % t,
-        "practice_recipe": "configs/tinyworld/practice.yaml",
         "params": params,
         "hidden_size": config["hidden_size"],
         "num_hidden_layers": config["num_hidden_layers"],
         "files": {n: {"sha256": sha(os.path.join(d, n)), "bytes": os.path.getsize(os.path.join(d, n))}
                   for n in sorted(os.listdir(d))},
     }
+    if with_practice:
+        entries[t]["practice_recipe"] = "configs/tinyworld/practice.yaml"
 order = sorted(entries.values(), key=lambda e: e["params"])
-manifest = {"sft_data_sha256": sha(data), "sft_practice_sha256": sha(practice), "tiers": order}
+manifest = {"sft_data_sha256": sha(data), "tiers": order}
+if any("practice_recipe" in e for e in order):
+    manifest["sft_practice_sha256"] = sha(practice)
 with open(path + ".tmp", "w") as f:
     f.write(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 os.replace(path + ".tmp", path)

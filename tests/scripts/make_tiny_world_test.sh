@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # scripts/make_tiny_world.sh's pool stage end to end on the smallest tier, shortened: an `allot`
 # shim passes every `allot sft` two steps (--set trainer.total_steps=2), so both phases run for
-# real in seconds. Checks that phase 2 (configs/tinyworld/practice.yaml) starts from phase 1's
-# model and trains on sft_practice.jsonl, that the pool receives phase 2's model (not phase
-# 1's), that the manifest records it and the practice data, and that a second run without
-# --retrain trains nothing.
+# real in seconds. Checks that with --practice phase 2 (configs/tinyworld/practice.yaml) starts
+# from phase 1's model and trains on sft_practice.jsonl, that the pool receives phase 2's model
+# (not phase 1's), that the manifest records it and the practice data, that a second run
+# without --retrain trains nothing, and that without --practice the pool gets phase 1's model
+# and a manifest that names no practice.
 #   tests/scripts/make_tiny_world_test.sh ALLOT_BINARY
 set -uo pipefail
 allot=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 cat >"$tmp/allot" <<SHIM
@@ -25,7 +26,8 @@ run() {
   ALLOT=$tmp/allot ALLOT_TINYWORLD_DIR=$tmp/data ALLOT_TINYWORLD_RUNS=$tmp/runs \
     bash scripts/make_tiny_world.sh --tiers t0 --pool "$tmp/pool" "$@" >"$tmp/out.log" 2>&1
 }
-run --retrain || { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh --retrain exited $code"; }
+run --retrain --practice ||
+  { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh --retrain --practice exited $code"; }
 phase1=$tmp/runs/tinyworld-t0/model/model.safetensors
 phase2=$tmp/runs/tinyworld-t0-practice/model/model.safetensors
 [[ -f $phase1 && -f $phase2 ]] || fail "no model of phase 1 or 2 under $tmp/runs"
@@ -45,6 +47,12 @@ t0 = [t for t in m["tiers"] if t["name"] == "t0"]
 if not t0 or t0[0].get("practice_recipe") != "configs/tinyworld/practice.yaml":
     sys.exit("FAIL: the manifest does not name t0's practice recipe")
 PY
-run || { code=$?; tail -n 30 "$tmp/out.log"; fail "the second make_tiny_world.sh exited $code"; }
+run --practice ||
+  { code=$?; tail -n 30 "$tmp/out.log"; fail "the second make_tiny_world.sh exited $code"; }
 grep -q "model t0: .* matches" "$tmp/out.log" || fail "the second run trained t0 again"
-echo "PASS: two phases, the pool holds phase 2's model, the manifest records it"
+
+run --retrain || { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh --retrain exited $code"; }
+[[ -d $tmp/runs/tinyworld-t0-practice ]] && fail "without --practice a practice phase ran"
+cmp -s "$phase1" "$tmp/pool/t0/model.safetensors" || fail "without --practice the pool's t0 is not phase 1's model"
+grep -q practice "$tmp/pool/manifest.json" && fail "without --practice the manifest names a practice phase"
+echo "PASS: --practice trains phase 2 from phase 1 and ships it; without it, phase 1 ships"

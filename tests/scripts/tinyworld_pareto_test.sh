@@ -12,6 +12,7 @@
 # ALLOT_RESULTS=1).
 #
 #   tests/scripts/tinyworld_pareto_test.sh ALLOT_BINARY [quickstart options...]
+#       (with --out DIR the quickstart's run directory is kept there)
 # Exit 0: passed; 77: skipped (no shipped pool); anything else: failed.
 set -uo pipefail
 allot=$1
@@ -25,7 +26,12 @@ for t in t0 t1 t2; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ALLOT=$allot bash "$root/scripts/quickstart.sh" --no-setup --out "$tmp/run" "$@" > "$tmp/out.log" 2>&1
+run_dir=$tmp/run  # or the caller's --out, kept
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; ++i)); do
+  [[ ${args[i]} == --out ]] && run_dir=${args[i + 1]}
+done
+ALLOT=$allot bash "$root/scripts/quickstart.sh" --no-setup --out "$run_dir" "$@" > "$tmp/out.log" 2>&1
 code=$?
 if [[ $code != 0 ]]; then
   echo "FAIL: scripts/quickstart.sh exited $code; its output:"
@@ -33,7 +39,7 @@ if [[ $code != 0 ]]; then
   exit 1
 fi
 sed -n '/^method /,/^(means/p' "$tmp/out.log"
-python3 - "$tmp/run/eval" <<'PY'
+python3 - "$run_dir/eval" <<'PY'
 import glob, json, os, sys
 d = sys.argv[1]
 
