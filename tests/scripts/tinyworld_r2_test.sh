@@ -14,7 +14,10 @@
 #   5. `allot eval --method allocator` with the cold-start adapter and the trained one
 #
 #   tests/scripts/tinyworld_r2_test.sh ALLOT_BINARY [--eval-items N] [--alloc-items N]
-#       [--sft-steps N] [--steps N] [--alpha A] [--out DIR] [--set K=V]...
+#       [--sft-steps N] [--steps N] [--alpha A] [--policy-tier T] [--pool DIR] [--out DIR]
+#       [--set K=V]...
+# (--policy-tier: the tier whose LoRA is the decomposer and allocator, t0 by default;
+# --pool: the tiers, assets/tinyworld/pool by default.)
 # (--set goes to allot train and to every allot eval.) Exit 0: passed; 3: ran, and the allocator missed the result (the
 # table says by how much); 77: skipped (no shipped pool); anything else: failed. Label
 # "results" (scripts/test.sh runs it only with ALLOT_RESULTS=1); scripts/quickstart.sh
@@ -34,6 +37,8 @@ steps=64
 # answers; a tier's answer here is ~26 bytes of which only the digits are uncertain, so the
 # 0.3-quantile is always a boilerplate token and every subtask came out easy (32 of 32).
 alpha=0.02
+policy_tier=t0
+pool=assets/tinyworld/pool
 out=""
 overrides=()
 while [[ $# -gt 0 ]]; do
@@ -43,13 +48,14 @@ while [[ $# -gt 0 ]]; do
     --sft-steps) sft_steps=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --alpha) alpha=$2; shift 2 ;;
+    --policy-tier) policy_tier=$2; shift 2 ;;
+    --pool) pool=$(realpath "$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --set) overrides+=(--set "$2"); shift 2 ;;
     *) echo "tinyworld_r2_test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 cd "$root"
-pool=assets/tinyworld/pool
 for t in t0 t1 t2; do
   if [[ ! -f $pool/$t/config.json ]]; then echo "SKIP: no shipped tier $t"; exit 77; fi
 done
@@ -69,6 +75,14 @@ mkdir -p "$out/logs" "$out/eval"
 tools=scripts/r2_tinyworld_tools.py
 recipe=configs/quickstart/r2.yaml
 export ALLOT_TW_POOL=$(realpath "$pool")
+case $policy_tier in
+  t0|t1|t2) ;;
+  *) echo "tinyworld_r2_test.sh: --policy-tier must be t0, t1 or t2, got '$policy_tier'" >&2; exit 2 ;;
+esac
+# The policy's base and endpoint, for allot train and every allot eval (the recipe says t0).
+# (First, so that the caller's --set wins.)
+overrides=(--set "model.path=$ALLOT_TW_POOL/$policy_tier" --set "grpo.policy_endpoint=$policy_tier"
+  --set "env.r2.policy_endpoint=$policy_tier" "${overrides[@]}")
 say() { echo "==> [r2 $(date +%H:%M:%S)] $*"; }
 started=$(date +%s)
 
@@ -114,10 +128,10 @@ tail -1 "$out/logs/allocator-data.log"
 python3 "$tools" sft-mix "$out/decomposer_sft.jsonl" "$out/allocator_sft.jsonl" \
   "$out/cold_sft.jsonl" || fail "sft-mix"
 
-# --- 3. SFT of the policy's LoRA on t0 -----------------------------------------------------
+# --- 3. SFT of the policy's LoRA on its tier (t0) -------------------------------------------
 say "allot sft: $sft_steps steps"
 OMP_NUM_THREADS=1 "$allot" sft -c configs/sft.yaml --name cold --set "run.output_dir=$out" \
-  --set "model.path=$ALLOT_TW_POOL/t0" --set model.dtype=float32 \
+  --set "model.path=$ALLOT_TW_POOL/$policy_tier" --set model.dtype=float32 \
   --set "sft.data=$out/cold_sft.jsonl" --set sft.format=prompt_completion \
   --set sft.epochs=0 --set "trainer.total_steps=$sft_steps" --set sft.batch_size=8 \
   --set sft.max_seq_len=1024 --set sft.optim.lr=2.0e-3 --set sft.optim.warmup_ratio=0.05 \
@@ -126,8 +140,9 @@ OMP_NUM_THREADS=1 "$allot" sft -c configs/sft.yaml --name cold --set "run.output
   > "$out/logs/sft.log" 2>&1 || { tail -5 "$out/logs/sft.log"; fail "allot sft"; }
 [[ -f $out/cold/adapter/adapter_config.json ]] || fail "no adapter in $out/cold/adapter"
 
-# t0 again, with the cold start's adapter loaded (the executors keep the base model).
-restart t0 --adapter "r2-cold=$out/cold/adapter"
+# The policy's tier again, with the cold start's adapter loaded (the executors keep the base
+# model).
+restart "$policy_tier" --adapter "r2-cold=$out/cold/adapter"
 
 # --- 4. alternating GRPO from the cold start -----------------------------------------------
 start_workers "$recipe"
@@ -135,7 +150,8 @@ say "allot train: $steps alternating GRPO steps"
 ALLOT_R2_COLD_START=$out/cold/adapter OMP_NUM_THREADS=1 "$allot" train -c "$recipe" \
   --set "run.output_dir=$out" --name train --set "trainer.total_steps=$steps" "${overrides[@]}" \
   > "$out/logs/train.log" 2>&1 || { tail -5 "$out/logs/train.log"; fail "allot train"; }
-trained=$(python3 scripts/quickstart_tools.py latest-adapter "$ALLOT_TW_T0_URL" train) ||
+policy_url_var=ALLOT_TW_${policy_tier^^}_URL
+trained=$(python3 scripts/quickstart_tools.py latest-adapter "${!policy_url_var}" train) ||
   fail "no adapter published by the GRPO run"
 
 # --- 5. the allocator: cold start, then trained --------------------------------------------
