@@ -540,7 +540,9 @@ TEST(TinyWorldSftTest, PracticeHoldsTheWholeDrillAndADrawOfTheRest) {
     const std::string line = w.practice[k].ToJson().dump();
     auto it = position.find(line);
     ASSERT_NE(it, position.end()) << "not a record of sft_train.jsonl: " << line;
-    if (k > 0) EXPECT_GT(it->second, last) << "out of sft_train.jsonl's order: " << line;
+    if (k > 0) {
+      EXPECT_GT(it->second, last) << "out of sft_train.jsonl's order: " << line;
+    }
     last = it->second;
     if (w.practice[k].format == "step") {
       ++drill_seen;
