@@ -155,7 +155,7 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-4294967296}
 export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
 export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-536870912}
-train_tier() {  # <tier>: trains it in two phases under $work, then copies the model to $pool
+train_tier() {  # <tier>: trains it under $work (two phases with --practice), copies it to $pool
   # (called where `set -e` does not apply, so every step checks its own status)
   # Phase 1 (configs/tinyworld/sft_<tier>.yaml): from random weights on sft_train.jsonl.
   # Phase 2, with --practice (configs/tinyworld/practice.yaml): from phase 1's model on

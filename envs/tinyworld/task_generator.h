@@ -65,9 +65,8 @@ std::string SftJsonl(const std::vector<SftRecord>& records);
 
 // Writes into `dir` (created if missing): corpus.jsonl, train.jsonl, test.jsonl (open items),
 // train_mc.jsonl, test_mc.jsonl (multiple choice), sft_train.jsonl, sft_practice.jsonl and
-// manifest.json (seed,
-// counts per split and bucket, sha256 of each file, SFT records per format and the longest
-// record in bytes). Returns the manifest.
+// manifest.json (seed, counts per split and bucket, sha256 of each file, SFT records per format
+// and the longest record in bytes). Returns the manifest.
 Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig& config,
                                    const std::string& dir);
 
