@@ -152,10 +152,12 @@ std::vector<std::string> SftFormats() {
 
 std::vector<SftRecord> PracticeRecords(const std::vector<SftRecord>& sft, int64_t others_percent,
                                        SplitMix64& rng) {
+  std::vector<bool> keep(sft.size(), false);  // the drill now, the draw below
   std::vector<size_t> others;
   size_t drill = 0;
   for (size_t i = 0; i < sft.size(); ++i) {
     if (sft[i].format == "step") {
+      keep[i] = true;
       ++drill;
     } else {
       others.push_back(i);
@@ -164,8 +166,6 @@ std::vector<SftRecord> PracticeRecords(const std::vector<SftRecord>& sft, int64_
   const size_t draw = std::min(
       others.size(), drill * static_cast<size_t>(std::max<int64_t>(others_percent, 0)) / 100);
   rng.Shuffle(others);
-  std::vector<bool> keep(sft.size(), false);
-  for (size_t i = 0; i < sft.size(); ++i) keep[i] = sft[i].format == "step";
   for (size_t i = 0; i < draw; ++i) keep[others[i]] = true;
   std::vector<SftRecord> out;
   out.reserve(drill + draw);
