@@ -103,6 +103,33 @@ TaskItem Mul33(std::string_view bucket, SplitMix64& rng) {
   return t;
 }
 
+// a1 + a2 + ... + ak, k in [7, 9], every term in [1, 4]: a running sum, one step per term after
+// the first. Each step is easy; there are more of them than RLoT's five blocks can reason
+// through one at a time (Sec. 3.2's cap), so these want Decompose, which solves every subtask
+// inside one block.
+TaskItem LongSum(std::string_view bucket, SplitMix64& rng) {
+  TaskItem t = Base(bucket, "arith", 2);
+  const int64_t terms = rng.Range(7, 9);
+  std::vector<int64_t> a;
+  for (int64_t i = 0; i < terms; ++i) a.push_back(rng.Range(1, 4));
+  t.question = "What is " + N(a[0]);
+  t.expression = N(a[0]);
+  for (size_t i = 1; i < a.size(); ++i) {
+    t.question += " + " + N(a[i]);
+    t.expression += " + " + N(a[i]);
+  }
+  t.question += "?";
+  int64_t sum = a[0];
+  for (size_t i = 1; i < a.size(); ++i) {
+    const std::string subtask =
+        i == 1 ? "Add " + N(a[0]) + " and " + N(a[1]) + "." : "Add " + N(a[i]) + ".";
+    t.steps.push_back(Step(subtask, Eq(sum, '+', a[i], sum + a[i])));
+    sum += a[i];
+  }
+  Finish(t, sum);
+  return t;
+}
+
 struct Thing {
   const char* plural;
   const char* holder;  // what holds several of them
@@ -198,6 +225,7 @@ Result<TaskItem> MakeArithmeticItem(std::string_view bucket, SplitMix64& rng,
   if (bucket == "mul21") return Mul21(bucket, rng);
   if (bucket == "mul22") return Mul22(bucket, rng);
   if (bucket == "mul33") return Mul33(bucket, rng);
+  if (bucket == kLongBucket) return LongSum(bucket, rng);
   if (bucket == "word") {
     if (names.empty()) return InvalidArgument("tiny world: word problems need names");
     return Word(bucket, rng, names);

@@ -9,6 +9,10 @@
 //   mul22   What is 47 * 36?                 L3     times the tens, times the ones, the sum
 //   word    Two- and three-step stories      L3     one step per operation
 //   mul33   What is 472 * 358?               L4     the calculator tool
+//   long    What is 3 + 1 + 4 + 2 + 2 + 1 + 3?  L2    one step per term: 6 to 8 easy steps
+//
+// "long" is not among ArithmeticBuckets(): its items go to files of their own (long_train.jsonl,
+// long_test.jsonl) for RLoT's logic-block model, so the pool's data keep their bytes.
 #pragma once
 
 #include <string>
@@ -21,7 +25,9 @@
 
 namespace allot::envs::tinyworld {
 
-// The buckets above, easiest first.
+inline constexpr std::string_view kLongBucket = "long";
+
+// The buckets above but "long", easiest first.
 std::vector<std::string> ArithmeticBuckets();
 // How many distinct questions the bucket can produce (word problems: effectively unbounded).
 uint64_t ArithmeticSpace(std::string_view bucket);

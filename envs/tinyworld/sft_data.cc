@@ -325,10 +325,13 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
       listing +=
           "Subtask" + std::to_string(i + 1) + ": " + steps[i].subtask + (i + 1 < n ? "\n" : "");
     }
-    if (on("decompose")) rlot("decompose", kRlotDecomposeList, 0, {}, SubtaskList(steps));
+    // After `shown` reference steps with decompose_drill (drawn only then, so that the other
+    // records' draws stay as they were).
+    const size_t shown = config.decompose_drill ? rng.Below(n) : 0;
+    if (on("decompose")) rlot("decompose", kRlotDecomposeList, shown, {}, SubtaskList(steps));
     const size_t solve = rng.Below(n);
     for (size_t i = 0; i < n; ++i) {
-      if (on("solve_subtask") && i == solve) {
+      if (on("solve_subtask") && (i == solve || config.decompose_drill)) {
         rlot("solve_subtask", kRlotDecomposeSolve, 0,
              {{"subtasks", listing},
               {"subtask", steps[i].subtask},
@@ -341,8 +344,17 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
     if (on("summarize")) {
       std::string summary(kSummaryPrefix);
       for (size_t i = 0; i < n; ++i) summary += steps[i].text + (i + 1 < n ? "; " : "");
-      rlot("summarize", kRlotDecomposeSummarize, 0, {{"results", results}},
-           summary + ". So the answer is " + item.answer + ".");
+      summary += ". So the answer is " + item.answer + ".";
+      rlot("summarize", kRlotDecomposeSummarize, 0, {{"results", results}}, summary);
+      if (config.decompose_drill) {
+        // The chain the env holds after that block: the steps before it, then the summary.
+        std::vector<SolutionStep> chain(steps.begin(), steps.begin() + static_cast<ptrdiff_t>(shown));
+        chain.push_back(steps.back());
+        chain.back().text = summary;
+        const std::map<std::string, std::string> vars = {{"steps", RlotSteps(chain, chain.size())}};
+        if (on("has_answer")) rlot("has_answer", kRlotFinishCheck, 0, vars, "yes");
+        if (on("final")) rlot("final", kRlotTerminate, 0, vars, final_answer);
+      }
     }
   }
   if (on("plans") || on("choose_plan") || on("follow_plan")) {

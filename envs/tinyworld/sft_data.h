@@ -59,6 +59,12 @@ struct SftConfig {
   // step-drill record of sft_train.jsonl plus this share of their number drawn from the other
   // records, so that the drill is seen several more times without the formats being forgotten.
   int64_t practice_others_percent = 100;
+  // The Decompose block drilled: its listing also after 1..n-1 reference steps (still the whole
+  // problem's: the block solves it from the start), every subtask solved (not one drawn), and
+  // the finish check and Terminate on a chain whose newest step is a Decompose summary. Off for
+  // sft_train.jsonl; on for the long sums of sft_rlot.jsonl, whose six to eight subtasks a
+  // navigator may decompose after it has reasoned a few steps.
+  bool decompose_drill = false;
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -82,6 +88,9 @@ struct SftConfig {
             {.doc = "sft_practice.jsonl: other records drawn, as a share of the drill records",
              .min = 0,
              .max = 1000});
+    v.Field("decompose_drill", decompose_drill,
+            {.doc = "Decompose drilled: listed after reference steps too, every subtask solved, "
+                    "the finish check and Terminate after its summary"});
   }
 };
 

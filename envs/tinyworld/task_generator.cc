@@ -202,6 +202,39 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
   // Its own stream too, so that the practice draw leaves sft_train.jsonl as it was.
   SplitMix64 practice_rng = root.Fork("sft/practice");
   w.practice = PracticeRecords(w.sft, config.sft.practice_others_percent, practice_rng);
+
+  // RLoT's long sums and the logic-block model's data, from streams of their own: every file
+  // above keeps its bytes.
+  {
+    SplitMix64 rng = root.Fork("bucket/" + std::string(kLongBucket));
+    std::set<std::string> seen;
+    const std::string bucket(kLongBucket);
+    ALLOT_ASSIGN_OR_RETURN(w.long_test, DrawArithmetic(bucket, static_cast<size_t>(config.long_test),
+                                                       rng, w.knowledge.first_names, seen));
+    ALLOT_ASSIGN_OR_RETURN(w.long_train,
+                           DrawArithmetic(bucket, static_cast<size_t>(config.long_train), rng,
+                                          w.knowledge.first_names, seen));
+    for (size_t i = 0; i < w.long_test.size(); ++i) {
+      w.long_test[i].split = "test";
+      w.long_test[i].id = Id("test", bucket, i);
+      held_out.insert(w.long_test[i].question);
+    }
+    for (size_t i = 0; i < w.long_train.size(); ++i) {
+      w.long_train[i].split = "train";
+      w.long_train[i].id = Id("train", bucket, i);
+    }
+    SftConfig long_sft = config.sft;
+    long_sft.rlot_percent = 100;
+    long_sft.decompose_drill = true;
+    SplitMix64 rlot_rng = root.Fork("sft/rlot");
+    w.rlot = w.practice;
+    for (const TaskItem& item : w.long_train) {
+      ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
+                             MakeSftRecords(item, long_sft, rlot_rng, held_out));
+      for (auto& r : records) w.rlot.push_back(std::move(r));
+    }
+    rlot_rng.Shuffle(w.rlot);
+  }
   return w;
 }
 
@@ -244,14 +277,17 @@ Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig
       {"train_mc.jsonl", ItemsJsonl(only(world.train, true))},
       {"test_mc.jsonl", ItemsJsonl(only(world.test, true))},
       {"sft_train.jsonl", SftJsonl(world.sft)},
-      {"sft_practice.jsonl", SftJsonl(world.practice)}};
+      {"sft_practice.jsonl", SftJsonl(world.practice)},
+      {"long_train.jsonl", ItemsJsonl(world.long_train)},
+      {"long_test.jsonl", ItemsJsonl(world.long_test)},
+      {"sft_rlot.jsonl", SftJsonl(world.rlot)}};
   nlohmann::json manifest = {{"seed", config.seed}, {"generator", "allot tinyworld 1"}};
   for (const auto& [name, bytes] : files) {
     ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + name, bytes));
     manifest["files"][name] = {{"lines", std::count(bytes.begin(), bytes.end(), '\n')},
                                {"sha256", Sha256Hex(bytes)}};
   }
-  for (const auto* split : {&world.train, &world.test}) {
+  for (const auto* split : {&world.train, &world.test, &world.long_train, &world.long_test}) {
     for (const TaskItem& t : *split) {
       const std::string kind = t.multiple_choice() ? t.difficulty + "_mc" : t.difficulty;
       auto& n = manifest["counts"][t.split][kind];

@@ -29,6 +29,9 @@ struct TinyWorldConfig {
   // Share of open items that also get a four-option multiple-choice variant.
   int64_t mc_percent = 30;
   std::vector<std::string> buckets;  // empty = all of AllBuckets()
+  // RLoT's long sums (arithmetic_tasks.h, bucket "long"), in files of their own.
+  int64_t long_train = 1000;
+  int64_t long_test = 100;
   KnowledgeWorldConfig knowledge;
   SftConfig sft;
 
@@ -39,6 +42,9 @@ struct TinyWorldConfig {
     v.Field("mc_percent", mc_percent,
             {.doc = "open items that get a multiple-choice variant", .min = 0, .max = 100});
     v.Field("buckets", buckets, {.doc = "buckets to generate (empty = all)"});
+    v.Field("long_train", long_train,
+            {.doc = "long sums for RLoT (long_train.jsonl, sft_rlot.jsonl)", .min = 0});
+    v.Field("long_test", long_test, {.doc = "held-out long sums (long_test.jsonl)", .min = 0});
     v.Field("knowledge", knowledge, {.doc = "the fictional knowledge base"});
     v.Field("sft", sft, {.doc = "the SFT data of the tiny models"});
   }
@@ -54,6 +60,10 @@ struct TinyWorld {
   std::vector<TaskItem> train, test;
   std::vector<SftRecord> sft;       // made from the train split only
   std::vector<SftRecord> practice;  // the drill and a draw of the rest (PracticeRecords)
+  // RLoT's long sums, and the logic-block model's data: `practice` and every record of the
+  // long train sums (all RLoT formats, Decompose also after steps), shuffled together.
+  std::vector<TaskItem> long_train, long_test;
+  std::vector<SftRecord> rlot;
 };
 
 Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config);
@@ -64,7 +74,8 @@ std::string CorpusJsonl(const KnowledgeWorld& world);
 std::string SftJsonl(const std::vector<SftRecord>& records);
 
 // Writes into `dir` (created if missing): corpus.jsonl, train.jsonl, test.jsonl (open items),
-// train_mc.jsonl, test_mc.jsonl (multiple choice), sft_train.jsonl, sft_practice.jsonl and
+// train_mc.jsonl, test_mc.jsonl (multiple choice), sft_train.jsonl, sft_practice.jsonl,
+// long_train.jsonl, long_test.jsonl, sft_rlot.jsonl and
 // manifest.json (seed, counts per split and bucket, sha256 of each file, SFT records per format
 // and the longest record in bytes). Returns the manifest.
 Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig& config,

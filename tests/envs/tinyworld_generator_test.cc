@@ -252,6 +252,52 @@ TEST(TinyWorldGeneratorTest, SmallBucketsAreCappedAndUnknownBucketsRefused) {
   EXPECT_NE(bad.status().message().find("add3"), std::string::npos);
 }
 
+// RLoT's long sums: 7-9 terms of 1..4, one running-sum step per term after the first, the
+// splits disjoint; drawn from their own stream, so that no other file changes with their number.
+TEST(TinyWorldGeneratorTest, LongSumsHaveSixToEightRightStepsAndTheirOwnStream) {
+  const TinyWorld& w = SmallWorld();
+  ASSERT_EQ(w.long_train.size(), 40u);
+  ASSERT_EQ(w.long_test.size(), 10u);
+  std::set<std::string> test_questions;
+  for (const TaskItem& t : w.long_test) test_questions.insert(t.question);
+  for (const auto* split : {&w.long_train, &w.long_test}) {
+    for (const TaskItem& t : *split) {
+      EXPECT_EQ(t.difficulty, "long") << t.id;
+      EXPECT_EQ(t.id.find(t.split == "test" ? "tw-test-long-" : "tw-train-long-"), 0u) << t.id;
+      EXPECT_GE(t.steps.size(), 6u) << t.question;
+      EXPECT_LE(t.steps.size(), 8u) << t.question;
+      EXPECT_EQ(std::to_string(Evaluate(t.expression)), t.answer) << t.question;
+      int64_t sum = 0;
+      for (size_t i = 0; i < t.steps.size(); ++i) {
+        long long a = 0, b = 0, c = 0;
+        ASSERT_EQ(std::sscanf(t.steps[i].text.c_str(), "%lld + %lld = %lld", &a, &b, &c), 3)
+            << t.steps[i].text;
+        EXPECT_EQ(a + b, c) << t.steps[i].text;
+        EXPECT_GE(b, 1);
+        EXPECT_LE(b, 4);
+        if (i > 0) {
+          EXPECT_EQ(a, sum) << "not a running sum: " << t.steps[i].text;
+        }
+        sum = c;
+      }
+      EXPECT_EQ(std::to_string(sum), t.answer);
+      if (t.split == "train") {
+        EXPECT_FALSE(test_questions.count(t.question)) << t.question;
+      }
+    }
+  }
+  TinyWorldConfig more = SmallConfig();
+  more.long_train = 50;
+  auto m = GenerateTinyWorld(more);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(ItemsJsonl(m->train), ItemsJsonl(w.train));
+  EXPECT_EQ(ItemsJsonl(m->test), ItemsJsonl(w.test));
+  EXPECT_EQ(SftJsonl(m->sft), SftJsonl(w.sft));
+  EXPECT_EQ(SftJsonl(m->practice), SftJsonl(w.practice));
+  EXPECT_EQ(ItemsJsonl(m->long_test), ItemsJsonl(w.long_test));
+  EXPECT_NE(SftJsonl(m->rlot), SftJsonl(w.rlot));
+}
+
 TEST(TinyWorldGeneratorTest, FilesLoadWithTheDatasetLoader) {
   const fs::path dir =
       fs::path(ALLOT_BINARY_DIR) / ("tinyworld_files_" + std::to_string(::getpid()));
@@ -292,6 +338,11 @@ TEST(TinyWorldGeneratorTest, FilesLoadWithTheDatasetLoader) {
     return v;
   }());
   EXPECT_NE(manifest->find(Sha256Hex(train_bytes)), std::string::npos);
+  for (const char* name : {"long_train.jsonl", "long_test.jsonl", "sft_rlot.jsonl"}) {
+    EXPECT_TRUE(fs::exists(dir / name)) << name;
+    EXPECT_NE(manifest->find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(manifest->find(Sha256Hex(SftJsonl(SmallWorld().rlot))), std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -567,6 +567,59 @@ TEST(TinyWorldSftTest, PracticeHoldsTheWholeDrillAndADrawOfTheRest) {
   EXPECT_EQ(none->practice.size(), drill);
 }
 
+// The logic-block model's data: the practice records and every RLoT record of the long train
+// sums, Decompose listing the whole problem also after reference steps, and the finish check and
+// Terminate after a Decompose summary; no test question is drilled.
+TEST(TinyWorldSftTest, RlotDataHoldsThePracticeAndTheLongSumsCalls) {
+  const TinyWorld& w = SmallWorld();
+  std::multiset<std::string> practice, rest;
+  for (const SftRecord& r : w.practice) practice.insert(r.ToJson().dump());
+  std::set<std::string> long_train, test_questions;
+  for (const TaskItem& t : w.long_train) long_train.insert(t.id);
+  for (const TaskItem& t : w.test) {
+    if (!t.multiple_choice()) test_questions.insert(t.question);
+  }
+  std::map<std::string, size_t> formats;
+  size_t decompose_after = 0, check_after_summary = 0, final_after_summary = 0;
+  for (const SftRecord& r : w.rlot) {
+    const std::string line = r.ToJson().dump();
+    if (auto it = practice.find(line); it != practice.end()) {
+      practice.erase(it);
+      continue;
+    }
+    ASSERT_TRUE(long_train.count(r.item_id)) << "neither practice nor a long train sum: " << line;
+    ++formats[r.format];
+    if (r.format == "step") {  // a long sum's operations are often one-digit test sums
+      for (const std::string& q : test_questions) {
+        EXPECT_EQ(r.prompt.find(q), std::string::npos) << r.prompt;
+      }
+    }
+    const bool after_steps = r.prompt.find("Step 1: ") != std::string::npos;
+    if (r.format == "decompose") {
+      EXPECT_EQ(r.completion.rfind("\n### Subtask1: Add ", 0), 0u) << r.completion;
+      decompose_after += after_steps;
+    }
+    if (r.prompt.find(kSummaryPrefix) != std::string::npos) {
+      if (r.format == "has_answer") {
+        ++check_after_summary;
+        EXPECT_EQ(r.completion, "\nyes");
+      }
+      if (r.format == "final") ++final_after_summary;
+    }
+  }
+  EXPECT_TRUE(practice.empty()) << practice.size() << " practice records missing";
+  EXPECT_EQ(formats["decompose"], w.long_train.size());  // rlot_percent: 100
+  EXPECT_EQ(formats["summarize"], w.long_train.size());
+  size_t subtasks = 0;
+  for (const TaskItem& t : w.long_train) subtasks += t.steps.size();
+  EXPECT_EQ(formats["solve_subtask"], subtasks);  // every one, not one drawn
+  EXPECT_GT(formats["self_eval"], 0u);
+  EXPECT_GT(formats["step"], 0u);
+  EXPECT_GT(decompose_after, w.long_train.size() / 2);
+  EXPECT_EQ(check_after_summary, w.long_train.size());
+  EXPECT_EQ(final_after_summary, w.long_train.size());
+}
+
 TEST(TinyWorldSftTest, UnknownFormatIsRefused) {
   SftConfig c;
   c.formats = {"cot", "poem"};

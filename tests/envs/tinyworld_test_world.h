@@ -13,6 +13,8 @@ inline TinyWorldConfig SmallConfig(int64_t seed = 7) {
   c.mc_percent = 30;
   c.knowledge.people = 120;
   c.knowledge.towns = 30;
+  c.long_train = 40;
+  c.long_test = 10;
   return c;
 }
 
