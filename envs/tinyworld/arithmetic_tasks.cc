@@ -103,15 +103,17 @@ TaskItem Mul33(std::string_view bucket, SplitMix64& rng) {
   return t;
 }
 
-// a1 + a2 + ... + ak, k in [7, 9], every term in [1, 4]: a running sum, one step per term after
+// a1 + a2 + ... + ak, k in [7, 9] distinct digits 1..9: a running sum, one step per term after
 // the first. Each step is easy; there are more of them than RLoT's five blocks can reason
 // through one at a time (Sec. 3.2's cap), so these want Decompose, which solves every subtask
-// inside one block.
+// inside one block. Distinct terms, so that each has one place in the question to be copied
+// from (with repeated digits the tiny models lose their place in the listing).
 TaskItem LongSum(std::string_view bucket, SplitMix64& rng) {
   TaskItem t = Base(bucket, "arith", 2);
   const int64_t terms = rng.Range(7, 9);
-  std::vector<int64_t> a;
-  for (int64_t i = 0; i < terms; ++i) a.push_back(rng.Range(1, 4));
+  std::vector<int64_t> a = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  rng.Shuffle(a);
+  a.resize(static_cast<size_t>(terms));
   t.question = "What is " + N(a[0]);
   t.expression = N(a[0]);
   for (size_t i = 1; i < a.size(); ++i) {

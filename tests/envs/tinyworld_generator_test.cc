@@ -252,7 +252,7 @@ TEST(TinyWorldGeneratorTest, SmallBucketsAreCappedAndUnknownBucketsRefused) {
   EXPECT_NE(bad.status().message().find("add3"), std::string::npos);
 }
 
-// RLoT's long sums: 7-9 terms of 1..4, one running-sum step per term after the first, the
+// RLoT's long sums: 7-9 distinct digits, one running-sum step per term after the first, the
 // splits disjoint; drawn from their own stream, so that no other file changes with their number.
 TEST(TinyWorldGeneratorTest, LongSumsHaveSixToEightRightStepsAndTheirOwnStream) {
   const TinyWorld& w = SmallWorld();
@@ -268,13 +268,16 @@ TEST(TinyWorldGeneratorTest, LongSumsHaveSixToEightRightStepsAndTheirOwnStream) 
       EXPECT_LE(t.steps.size(), 8u) << t.question;
       EXPECT_EQ(std::to_string(Evaluate(t.expression)), t.answer) << t.question;
       int64_t sum = 0;
+      std::set<long long> terms;
       for (size_t i = 0; i < t.steps.size(); ++i) {
         long long a = 0, b = 0, c = 0;
         ASSERT_EQ(std::sscanf(t.steps[i].text.c_str(), "%lld + %lld = %lld", &a, &b, &c), 3)
             << t.steps[i].text;
         EXPECT_EQ(a + b, c) << t.steps[i].text;
         EXPECT_GE(b, 1);
-        EXPECT_LE(b, 4);
+        EXPECT_LE(b, 9);
+        if (i == 0) terms.insert(a);
+        EXPECT_TRUE(terms.insert(b).second) << "a repeated term: " << t.question;
         if (i > 0) {
           EXPECT_EQ(a, sum) << "not a running sum: " << t.steps[i].text;
         }
