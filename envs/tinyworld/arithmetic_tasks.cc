@@ -103,28 +103,31 @@ TaskItem Mul33(std::string_view bucket, SplitMix64& rng) {
   return t;
 }
 
-// a1 + a2 + ... + ak, k in [7, 9] distinct digits 1..9: a running sum, one step per term after
-// the first. Each step is easy; there are more of them than RLoT's five blocks can reason
-// through one at a time (Sec. 3.2's cap), so these want Decompose, which solves every subtask
-// inside one block. Distinct terms, so that each has one place in the question to be copied
-// from (with repeated digits the tiny models lose their place in the listing).
+// a + b + c + ..., k in [7, 9] letters standing for distinct digits 1..9, given after the sum: a
+// running sum, one step per letter after the first. Each step is easy; there are more of them
+// than RLoT's five blocks can reason through one at a time (Sec. 3.2's cap), so these want
+// Decompose, which solves every subtask inside one block. The subtasks name letters ("Add d."),
+// so that a subtask's number is found by its name: the tiny models do not copy the k-th of a
+// row of numbers reliably (a listing of the numbers themselves lost its place within a few).
 TaskItem LongSum(std::string_view bucket, SplitMix64& rng) {
   TaskItem t = Base(bucket, "arith", 2);
   const int64_t terms = rng.Range(7, 9);
   std::vector<int64_t> a = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   rng.Shuffle(a);
   a.resize(static_cast<size_t>(terms));
-  t.question = "What is " + N(a[0]);
+  auto letter = [](size_t i) { return std::string(1, static_cast<char>('a' + i)); };
+  std::string sum_of = letter(0), values = letter(0) + " = " + N(a[0]);
   t.expression = N(a[0]);
   for (size_t i = 1; i < a.size(); ++i) {
-    t.question += " + " + N(a[i]);
+    sum_of += " + " + letter(i);
+    values += ", " + letter(i) + " = " + N(a[i]);
     t.expression += " + " + N(a[i]);
   }
-  t.question += "?";
+  t.question = "What is " + sum_of + ", where " + values + "?";
   int64_t sum = a[0];
   for (size_t i = 1; i < a.size(); ++i) {
     const std::string subtask =
-        i == 1 ? "Add " + N(a[0]) + " and " + N(a[1]) + "." : "Add " + N(a[i]) + ".";
+        i == 1 ? "Add " + letter(0) + " and " + letter(1) + "." : "Add " + letter(i) + ".";
     t.steps.push_back(Step(subtask, Eq(sum, '+', a[i], sum + a[i])));
     sum += a[i];
   }

@@ -9,7 +9,8 @@
 //   mul22   What is 47 * 36?                 L3     times the tens, times the ones, the sum
 //   word    Two- and three-step stories      L3     one step per operation
 //   mul33   What is 472 * 358?               L4     the calculator tool
-//   long    What is 3 + 1 + 4 + 9 + 2 + 7 + 5?  L2    one step per term: 6 to 8 easy steps
+//   long    What is a + b + ... + g, where       L2     one step per letter: 6 to 8 easy steps
+//           a = 3, b = 1, ..., g = 5?
 //
 // "long" is not among ArithmeticBuckets(): its items go to files of their own (long_train.jsonl,
 // long_test.jsonl) for RLoT's logic-block model, so the pool's data keep their bytes.

@@ -252,8 +252,9 @@ TEST(TinyWorldGeneratorTest, SmallBucketsAreCappedAndUnknownBucketsRefused) {
   EXPECT_NE(bad.status().message().find("add3"), std::string::npos);
 }
 
-// RLoT's long sums: 7-9 distinct digits, one running-sum step per term after the first, the
-// splits disjoint; drawn from their own stream, so that no other file changes with their number.
+// RLoT's long sums: 7-9 letters for distinct digits, one running-sum step per letter after the
+// first, each subtask naming its letter, the splits disjoint; drawn from their own stream, so
+// that no other file changes with their number.
 TEST(TinyWorldGeneratorTest, LongSumsHaveSixToEightRightStepsAndTheirOwnStream) {
   const TinyWorld& w = SmallWorld();
   ASSERT_EQ(w.long_train.size(), 40u);
@@ -278,6 +279,12 @@ TEST(TinyWorldGeneratorTest, LongSumsHaveSixToEightRightStepsAndTheirOwnStream) 
         EXPECT_LE(b, 9);
         if (i == 0) terms.insert(a);
         EXPECT_TRUE(terms.insert(b).second) << "a repeated term: " << t.question;
+        const std::string name(1, static_cast<char>('a' + i + 1));  // the letter this step adds
+        EXPECT_NE(t.steps[i].subtask.find("Add " + (i == 0 ? "a and " + name : name) + "."),
+                  std::string::npos)
+            << t.steps[i].subtask;
+        EXPECT_NE(t.question.find(name + " = " + std::to_string(b)), std::string::npos)
+            << t.question;
         if (i > 0) {
           EXPECT_EQ(a, sum) << "not a running sum: " << t.steps[i].text;
         }
