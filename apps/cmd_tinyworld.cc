@@ -51,6 +51,13 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
       ->default_val(a->config.train_per_bucket);
   gen->add_option("--test-per-bucket", a->config.test_per_bucket, "test items per bucket")
       ->default_val(a->config.test_per_bucket);
+  gen->add_option("--long-train", a->config.long_train,
+                  "RLoT's long sums for training (long_train.jsonl, sft_rlot.jsonl)")
+      ->default_val(a->config.long_train)
+      ->check(CLI::NonNegativeNumber);
+  gen->add_option("--long-test", a->config.long_test, "RLoT's held-out long sums (long_test.jsonl)")
+      ->default_val(a->config.long_test)
+      ->check(CLI::NonNegativeNumber);
   gen->add_option("--route-labels", a->config.sft.route_labels,
                   "router levels in the SFT data: random or true")
       ->check(CLI::IsMember({"random", "true"}));
