@@ -16,6 +16,10 @@
 #      side by side. Serve a tier with:
 #        allot serve --model assets/tinyworld/pool/t0 --served-model-name t0 --port 8100
 #      (configs/tinyworld/pool.yaml lists the endpoints with parameter counts and prices).
+#   3. RLoT's logic-block model t1r: t1's weights trained a second phase on sft_rlot.jsonl
+#      (configs/tinyworld/rlot_model.yaml: the arithmetic practice and the long sums' RLoT
+#      calls), shipped beside the tiers in assets/tinyworld/pool/t1r; only the RLoT recipe
+#      calls it. It starts once t1 is in the pool (trained by this run or shipped).
 #
 # Usage: scripts/make_tiny_world.sh [--out DIR] [--seed N] [--no-check] [--retrain]
 #                                   [--tiers t0,t1,...] [--jobs N] [--pool DIR] [--data-only]
@@ -26,7 +30,7 @@
 #                the pool is only (re)built for seed 1 unless --pool names another folder
 #   --no-check   skip the comparison of the data with the reference manifest
 #   --retrain    train every chosen tier even when its shipped weights match the manifest
-#   --tiers LIST the tiers to build (default: all of them)
+#   --tiers LIST the tiers to build (default: all of them, t1r included)
 #   --jobs N     tiers trained at the same time, one CPU thread each (default 2)
 #   --pool DIR   where the weights and their manifest go (default: assets/tinyworld/pool)
 #   --data-only  stop after the data
@@ -43,7 +47,7 @@ check=1
 retrain=0
 jobs=2
 pool=""
-tiers="t0,t1,t2"  # the pool, smallest first
+tiers="t0,t1,t2,t1r"  # the pool, smallest first, then RLoT's logic-block model
 data_only=0
 practice=0
 check_only=0
@@ -71,7 +75,7 @@ if [[ ! "$jobs" =~ ^[1-9][0-9]*$ ]]; then
 fi
 IFS=',' read -r -a tier_list <<<"$tiers"
 for t in "${tier_list[@]}"; do
-  if [[ ! -f configs/tinyworld/sft_$t.yaml ]]; then
+  if [[ $t != t1r && ! -f configs/tinyworld/sft_$t.yaml ]]; then
     echo "make_tiny_world.sh: --tiers: no recipe configs/tinyworld/sft_$t.yaml" >&2
     exit 1
   fi
@@ -162,6 +166,10 @@ train_tier() {  # <tier>: trains it under $work (two phases with --practice), co
   # sft_practice.jsonl, the arithmetic practice.
   local t=$1 run=$work/tinyworld-$1 practice_run=$work/tinyworld-$1-practice
   rm -rf "$run" "$practice_run" || return 1
+  if [[ $t == t1r ]]; then
+    train_rlot_model && touch "$work/$t.done"
+    return
+  fi
   if ! "$ALLOT" sft -c "configs/tinyworld/sft_$t.yaml" --set run.output_dir="$work" \
       --set run.name="tinyworld-$t" --set sft.data="$out/sft_train.jsonl" >"$work/$t.log" 2>&1; then
     echo "make_tiny_world.sh: training $t failed; the log is $work/$t.log:" >&2
@@ -183,14 +191,36 @@ train_tier() {  # <tier>: trains it under $work (two phases with --practice), co
   fi
   rm -rf "$pool/$t.new" && mkdir -p "$pool/$t.new" && cp "$final/model/"* "$pool/$t.new/" &&
     rm -rf "$pool/$t" && mv "$pool/$t.new" "$pool/$t" || return 1
+  touch "$work/$t.done"
+}
+train_rlot_model() {  # t1r: a second phase from the pool's t1, once this run has put it there
+  local run=$work/tinyworld-t1r
+  while [[ " ${todo[*]} " == *" t1 "* && ! -f $work/t1.done ]]; do
+    [[ -f $work/t1.failed ]] && { echo "make_tiny_world.sh: t1r needs t1, which failed" >&2; return 1; }
+    sleep 5
+  done
+  if ! "$ALLOT" sft -c configs/tinyworld/rlot_model.yaml --set run.output_dir="$work" \
+      --set run.name=tinyworld-t1r --set model.path="$pool/t1" \
+      --set sft.data="$out/sft_rlot.jsonl" >"$work/t1r.log" 2>&1; then
+    echo "make_tiny_world.sh: training t1r failed; the log is $work/t1r.log:" >&2
+    tail -n 20 "$work/t1r.log" >&2
+    return 1
+  fi
+  echo "==> [tiny world] model t1r (t1, then sft_rlot.jsonl): $(grep -o 'done: .*' "$work/t1r.log" | head -n 1)"
+  rm -rf "$pool/t1r.new" && mkdir -p "$pool/t1r.new" && cp "$run/model/"* "$pool/t1r.new/" &&
+    rm -rf "$pool/t1r" && mv "$pool/t1r.new" "$pool/t1r"
 }
 if [[ ${#todo[@]} -gt 0 ]]; then
   echo "==> [tiny world] models: training ${todo[*]} ($jobs at a time, logs in $work)"
   # The largest tiers first, so that the small ones fill the other slots.
-  rm -f "$work"/*.failed
-  for ((i = ${#todo[@]} - 1; i >= 0; i--)); do
+  # t1r waits for t1, so it goes last.
+  rm -f "$work"/*.failed "$work"/*.done
+  order=()
+  for ((i = ${#todo[@]} - 1; i >= 0; i--)); do [[ ${todo[$i]} != t1r ]] && order+=("${todo[$i]}"); done
+  [[ " ${todo[*]} " == *" t1r "* ]] && order+=(t1r)
+  for t in "${order[@]}"; do
     while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do wait -n || true; done
-    (train_tier "${todo[$i]}" || touch "$work/${todo[$i]}.failed") &
+    (train_tier "$t" || touch "$work/$t.failed") &
   done
   wait
   if compgen -G "$work/*.failed" >/dev/null; then exit 1; fi
@@ -199,10 +229,11 @@ fi
 # The manifest: every shipped file's sha256 and size, each tier's parameter count and recipe.
 previous=$pool/.previous-manifest.json
 cp "$manifest" "$previous" 2>/dev/null || echo '{}' >"$previous"
-python3 - "$pool" "$out/sft_train.jsonl" "$out/sft_practice.jsonl" "$practice" "${tier_list[@]}" <<'PY'
+python3 - "$pool" "$out/sft_train.jsonl" "$out/sft_practice.jsonl" "$out/sft_rlot.jsonl" \
+  "$practice" "${tier_list[@]}" <<'PY'
 import hashlib, json, os, struct, sys
-pool, data, practice, with_practice, tiers = (sys.argv[1], sys.argv[2], sys.argv[3],
-                                              sys.argv[4] == "1", sys.argv[5:])
+pool, data, practice, rlot, with_practice, tiers = (sys.argv[1], sys.argv[2], sys.argv[3],
+                                                    sys.argv[4], sys.argv[5] == "1", sys.argv[6:])
 path = os.path.join(pool, "manifest.json")
 try:
     old = {t["name"]: t for t in json.load(open(path)).get("tiers", [])}
@@ -225,17 +256,22 @@ for t in tiers:
     config = json.load(open(os.path.join(d, "config.json")))
     entries[t] = {
         "name": t,
-        "recipe": "configs/tinyworld/sft_%s.yaml" % t,
+        "recipe": ("configs/tinyworld/rlot_model.yaml" if t == "t1r"
+                   else "configs/tinyworld/sft_%s.yaml" % t),
         "params": params,
         "hidden_size": config["hidden_size"],
         "num_hidden_layers": config["num_hidden_layers"],
         "files": {n: {"sha256": sha(os.path.join(d, n)), "bytes": os.path.getsize(os.path.join(d, n))}
                   for n in sorted(os.listdir(d))},
     }
-    if with_practice:
+    if t == "t1r":
+        entries[t]["base"] = "t1"
+    elif with_practice:
         entries[t]["practice_recipe"] = "configs/tinyworld/practice.yaml"
 order = sorted(entries.values(), key=lambda e: e["params"])
 manifest = {"sft_data_sha256": sha(data), "tiers": order}
+if any(e["name"] == "t1r" for e in order):
+    manifest["sft_rlot_sha256"] = sha(rlot)
 if any("practice_recipe" in e for e in order):
     manifest["sft_practice_sha256"] = sha(practice)
 with open(path + ".tmp", "w") as f:

@@ -145,6 +145,10 @@ if [[ $env_name == r2 ]]; then
 fi
 if [[ $env_name == rlot ]]; then  # the logic blocks call no tool (quickstart_tools.py)
   python3 "$tools" keep-tool-free "$ALLOT_QS_TRAIN_DATA" "$run_dir"/eval.jsonl "$run_dir"/eval-*.jsonl
+  # The long sums (6-8 easy steps: more than five blocks reason through one at a time) join
+  # both, about as many in the eval subset as each other difficulty has.
+  python3 "$tools" add-items "$ALLOT_TINYWORLD_DIR/long_test.jsonl" \
+    "$ALLOT_TINYWORLD_DIR/long_train.jsonl" "$run_dir" $(( eval_items / 7 )) 0
 fi
 if [[ $env_name == deeptool ]]; then
   # The tiers never saw DeepTool's think / code / observation steps: GRPO needs the cold start

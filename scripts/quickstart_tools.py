@@ -12,6 +12,10 @@
                                          whose reference solution has two steps or more
   train-summary METRICS                  reward and cost per episode, first and last quarter
   keep-tool-free JSONL...                keep the items solvable without a tool (min_level <= 3)
+  add-items TEST TRAIN OUT_DIR N SEED    append N items of TEST (a stride) to the eval subset
+                                         and its shards, and TRAIN's items, shuffled, to the
+                                         training items, difficulties interleaved again (RLoT:
+                                         the long sums of long_test.jsonl / long_train.jsonl)
   rlot-table OUT BEFORE.json... -- AFTER.json...
                                          RLoT's table: direct, cot, the fixed block sequences
                                          (the best marked) and the trained navigator
@@ -69,6 +73,27 @@ def split_data(test, train, out_dir, n, seed):
         f.writelines(rows)
     print(f"eval subset: {len(subset)} of {len(items)} test items; train: {len(rows)} shuffled, "
           "difficulties interleaved")
+
+
+def add_items(test, train, out_dir, n, seed):
+    with open(test) as f:
+        items = [line for line in f if line.strip()]
+    n = min(int(n), len(items))
+    extra = [items[(i * len(items)) // n] for i in range(n)]
+    with open(f"{out_dir}/eval.jsonl", "a") as f:
+        f.writelines(extra)
+    for k in range(EVAL_SHARDS):
+        with open(f"{out_dir}/eval-{k}.jsonl", "a") as f:
+            f.writelines(extra[k::EVAL_SHARDS])
+    with open(train) as f:
+        rows = [line for line in f if line.strip()]
+    random.Random(int(seed)).shuffle(rows)
+    with open(f"{out_dir}/train.jsonl") as f:
+        rows = [line for line in f if line.strip()] + rows
+    with open(f"{out_dir}/train.jsonl", "w") as f:
+        f.writelines(interleave_difficulties(rows))
+    print(f"added {n} of {len(items)} items of {os.path.basename(test)} to the eval subset and "
+          f"the items of {os.path.basename(train)} to the training items")
 
 
 def interleave_difficulties(rows):
@@ -434,6 +459,9 @@ def main(argv):
         return reward_data(*args)
     if cmd == "train-summary" and len(args) == 1:
         return train_summary(*args)
+    if cmd == "add-items" and len(args) == 5:
+        add_items(*args)
+        return 0
     if cmd == "keep-tool-free" and args:
         return keep_tool_free(args)
     if cmd == "rlot-table" and len(args) >= 3 and "--" in args:

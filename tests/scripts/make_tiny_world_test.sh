@@ -5,7 +5,7 @@
 # from phase 1's model and trains on sft_practice.jsonl, that the pool receives phase 2's model
 # (not phase 1's), that the manifest records it and the practice data, that a second run
 # without --retrain trains nothing, and that without --practice the pool gets phase 1's model
-# and a manifest that names no practice.
+# and a manifest that names no practice. Then RLoT's t1r from a freshly trained t1.
 #   tests/scripts/make_tiny_world_test.sh ALLOT_BINARY
 set -uo pipefail
 allot=$1
@@ -55,4 +55,31 @@ run --retrain || { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh 
 [[ -d $tmp/runs/tinyworld-t0-practice ]] && fail "without --practice a practice phase ran"
 cmp -s "$phase1" "$tmp/pool/t0/model.safetensors" || fail "without --practice the pool's t0 is not phase 1's model"
 grep -q practice "$tmp/pool/manifest.json" && fail "without --practice the manifest names a practice phase"
-echo "PASS: --practice trains phase 2 from phase 1 and ships it; without it, phase 1 ships"
+
+# RLoT's logic-block model: t1r trains on sft_rlot.jsonl from the pool's t1, after this run has
+# trained t1 (it must wait for it), and ships with its recipe, base and data in the manifest.
+ALLOT=$tmp/allot ALLOT_TINYWORLD_DIR=$tmp/data ALLOT_TINYWORLD_RUNS=$tmp/runs \
+  bash scripts/make_tiny_world.sh --tiers t1,t1r --pool "$tmp/pool" --retrain >"$tmp/out.log" 2>&1 ||
+  { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh --tiers t1,t1r exited $code"; }
+grep -q "sft_rlot.jsonl" "$tmp/runs/t1r.log" ||
+  fail "t1r did not train on sft_rlot.jsonl: $(head -n 5 "$tmp/runs/t1r.log")"
+grep -q "model.path: $tmp/pool/t1\$" "$tmp/runs/tinyworld-t1r/config.yaml" ||
+  grep -q "path: $tmp/pool/t1\$" "$tmp/runs/tinyworld-t1r/config.yaml" ||
+  fail "t1r did not start from the pool's t1"
+cmp -s "$tmp/runs/tinyworld-t1/model/model.safetensors" "$tmp/pool/t1/model.safetensors" ||
+  fail "the pool's t1 is not this run's"
+cmp -s "$tmp/pool/t1/model.safetensors" "$tmp/pool/t1r/model.safetensors" && fail "t1r is t1"
+cmp -s "$tmp/runs/tinyworld-t1r/model/model.safetensors" "$tmp/pool/t1r/model.safetensors" ||
+  fail "the pool's t1r is not this run's"
+python3 - "$tmp/pool/manifest.json" "$tmp/data/sft_rlot.jsonl" <<'PY' || exit 1
+import hashlib, json, sys
+m = json.load(open(sys.argv[1]))
+want = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+if m.get("sft_rlot_sha256") != want:
+    sys.exit("FAIL: the manifest's sft_rlot_sha256 is not the logic-block model's data")
+t1r = [t for t in m["tiers"] if t["name"] == "t1r"]
+if not t1r or t1r[0].get("recipe") != "configs/tinyworld/rlot_model.yaml" or t1r[0].get("base") != "t1":
+    sys.exit("FAIL: the manifest does not name t1r's recipe and base: %s" % t1r)
+PY
+echo "PASS: --practice trains phase 2 from phase 1 and ships it; without it, phase 1 ships;" \
+  "t1r trains on sft_rlot.jsonl from this run's t1"
