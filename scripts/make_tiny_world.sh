@@ -213,11 +213,15 @@ train_rlot_model() {  # t1r: a second phase from the pool's t1, once this run ha
 if [[ ${#todo[@]} -gt 0 ]]; then
   echo "==> [tiny world] models: training ${todo[*]} ($jobs at a time, logs in $work)"
   # The largest tiers first, so that the small ones fill the other slots.
-  # t1r waits for t1, so it goes last.
+  # t1r waits for t1, so it is queued right after it: the slot t1 frees goes to t1r.
   rm -f "$work"/*.failed "$work"/*.done
   order=()
-  for ((i = ${#todo[@]} - 1; i >= 0; i--)); do [[ ${todo[$i]} != t1r ]] && order+=("${todo[$i]}"); done
-  [[ " ${todo[*]} " == *" t1r "* ]] && order+=(t1r)
+  for ((i = ${#todo[@]} - 1; i >= 0; i--)); do
+    [[ ${todo[$i]} == t1r ]] && continue
+    order+=("${todo[$i]}")
+    [[ ${todo[$i]} == t1 && " ${todo[*]} " == *" t1r "* ]] && order+=(t1r)
+  done
+  [[ " ${todo[*]} " == *" t1r "* && " ${order[*]} " != *" t1r "* ]] && order+=(t1r)
   for t in "${order[@]}"; do
     while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do wait -n || true; done
     (train_tier "$t" || touch "$work/$t.failed") &

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/quickstart.sh --recipe rlot end to end in about a minute: the smallest shipped tier
-# stands in for t0, t1 and t2, 4 training episodes, 9 test items. The result test
+# stands in for t0, t1, t2 and t1r, 4 training episodes, 9 test items. The result test
 # (tinyworld_rlot_test.sh, label results) takes half an hour; this one checks the wiring it
-# relies on: the RLoT branch evaluates direct answering, zero-shot CoT and the seven fixed
-# block sequences, trains, evaluates the navigator, then runs the navigator's commonest block
+# relies on: the RLoT branch adds the long sums to the tool-free items, evaluates direct
+# answering, zero-shot CoT and the seven fixed block sequences, trains, evaluates the
+# navigator, then runs the navigator's commonest block
 # patterns as fixed sequences (so that a navigator that learned one fixed sequence is compared
 # with it), prints the table and stops every process.
 #
@@ -55,4 +56,10 @@ if missing:
     sys.exit("missing rows: " + "; ".join(missing) + "\n" + "\n".join(lines))
 print("\n".join(lines))
 PY
+# The long sums (long_test.jsonl / long_train.jsonl) joined the eval subset and the training
+# items, beside the tool-free items of every other difficulty.
+for f in eval train; do
+  grep -q '"difficulty":"long"' "$tmp/run/$f.jsonl" || fail "no long sum in $f.jsonl"
+  grep -q '"difficulty":"add2"' "$tmp/run/$f.jsonl" || fail "no add2 item in $f.jsonl"
+done
 echo "PASS: the RLoT quickstart evaluated the baselines, the navigator and its own patterns"
