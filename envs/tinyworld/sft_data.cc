@@ -348,7 +348,8 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
       rlot("summarize", kRlotDecomposeSummarize, 0, {{"results", results}}, summary);
       if (config.decompose_drill) {
         // The chain the env holds after that block: the steps before it, then the summary.
-        std::vector<SolutionStep> chain(steps.begin(), steps.begin() + static_cast<ptrdiff_t>(shown));
+        std::vector<SolutionStep> chain(steps.begin(),
+                                        steps.begin() + static_cast<ptrdiff_t>(shown));
         chain.push_back(steps.back());
         chain.back().text = summary;
         const std::map<std::string, std::string> vars = {{"steps", RlotSteps(chain, chain.size())}};

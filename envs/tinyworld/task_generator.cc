@@ -209,8 +209,9 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
     SplitMix64 rng = root.Fork("bucket/" + std::string(kLongBucket));
     std::set<std::string> seen;
     const std::string bucket(kLongBucket);
-    ALLOT_ASSIGN_OR_RETURN(w.long_test, DrawArithmetic(bucket, static_cast<size_t>(config.long_test),
-                                                       rng, w.knowledge.first_names, seen));
+    ALLOT_ASSIGN_OR_RETURN(w.long_test,
+                           DrawArithmetic(bucket, static_cast<size_t>(config.long_test), rng,
+                                          w.knowledge.first_names, seen));
     ALLOT_ASSIGN_OR_RETURN(w.long_train,
                            DrawArithmetic(bucket, static_cast<size_t>(config.long_train), rng,
                                           w.knowledge.first_names, seen));
