@@ -53,46 +53,45 @@ def data_ok(data_dir, manifest):
     return 0 if files else 1
 
 
-def split_data(test, train, out_dir, n, seed):
-    with open(test) as f:
-        items = [line for line in f if line.strip()]
+def read_rows(path):
+    with open(path) as f:
+        return [line for line in f if line.strip()]
+
+
+def write_data(test, train, out_dir, n, seed, append):
+    """N items of TEST (a stride) into eval.jsonl and its shards, TRAIN's items shuffled into
+    train.jsonl, the difficulties interleaved; with `append`, after what is there already.
+    Returns (items taken, test items, train items written)."""
+    items = read_rows(test)
     n = min(int(n), len(items))
     # The test split is ordered by difficulty: a stride keeps every bucket in the subset.
     subset = [items[(i * len(items)) // n] for i in range(n)]
-    with open(f"{out_dir}/eval.jsonl", "w") as f:
+    mode = "a" if append else "w"
+    with open(f"{out_dir}/eval.jsonl", mode) as f:
         f.writelines(subset)
     # Shards for parallel `allot eval` processes (every shard spans every difficulty).
     for k in range(EVAL_SHARDS):
-        with open(f"{out_dir}/eval-{k}.jsonl", "w") as f:
+        with open(f"{out_dir}/eval-{k}.jsonl", mode) as f:
             f.writelines(subset[k::EVAL_SHARDS])
-    with open(train) as f:
-        rows = [line for line in f if line.strip()]
+    rows = read_rows(train)
     random.Random(int(seed)).shuffle(rows)
+    if append:
+        rows = read_rows(f"{out_dir}/train.jsonl") + rows
     rows = interleave_difficulties(rows)
     with open(f"{out_dir}/train.jsonl", "w") as f:
         f.writelines(rows)
-    print(f"eval subset: {len(subset)} of {len(items)} test items; train: {len(rows)} shuffled, "
+    return n, len(items), len(rows)
+
+
+def split_data(test, train, out_dir, n, seed):
+    n, total, rows = write_data(test, train, out_dir, n, seed, append=False)
+    print(f"eval subset: {n} of {total} test items; train: {rows} shuffled, "
           "difficulties interleaved")
 
 
 def add_items(test, train, out_dir, n, seed):
-    with open(test) as f:
-        items = [line for line in f if line.strip()]
-    n = min(int(n), len(items))
-    extra = [items[(i * len(items)) // n] for i in range(n)]
-    with open(f"{out_dir}/eval.jsonl", "a") as f:
-        f.writelines(extra)
-    for k in range(EVAL_SHARDS):
-        with open(f"{out_dir}/eval-{k}.jsonl", "a") as f:
-            f.writelines(extra[k::EVAL_SHARDS])
-    with open(train) as f:
-        rows = [line for line in f if line.strip()]
-    random.Random(int(seed)).shuffle(rows)
-    with open(f"{out_dir}/train.jsonl") as f:
-        rows = [line for line in f if line.strip()] + rows
-    with open(f"{out_dir}/train.jsonl", "w") as f:
-        f.writelines(interleave_difficulties(rows))
-    print(f"added {n} of {len(items)} items of {os.path.basename(test)} to the eval subset and "
+    n, total, _ = write_data(test, train, out_dir, n, seed, append=True)
+    print(f"added {n} of {total} items of {os.path.basename(test)} to the eval subset and "
           f"the items of {os.path.basename(train)} to the training items")
 
 
