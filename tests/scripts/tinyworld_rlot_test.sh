@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15's result for RLoT, asserted: after scripts/quickstart.sh trains the navigator
-# (configs/quickstart/rlot.yaml) on the shipped tiny-world pool, the trained navigator must beat,
-# on the held-out test items it evaluates (self-consistent accuracy, RLoT Sec. 4.1):
+# (configs/quickstart/rlot.yaml: the blocks on the shipped logic-block model t1r) on the tiny
+# world, the trained navigator must beat, on the held-out test items it evaluates (the
+# tool-free items and the long sums; self-consistent accuracy, RLoT Sec. 4.1):
 #   - direct answering (RLoT's Direct QA: Terminate first);
 #   - the best fixed block sequence the quickstart evaluates (Reason, Decompose, Debate,
 #     Reason-Reason, Reason-Refine, Debate-Reason, RLoT App. G's Decompose-Reason-Refine, and
@@ -20,8 +21,8 @@ set -uo pipefail
 allot=$1
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
-if [[ ! -f $root/assets/tinyworld/pool/t1/config.json ]]; then
-  echo "SKIP: no shipped tier t1"
+if [[ ! -f $root/assets/tinyworld/pool/t1r/config.json ]]; then
+  echo "SKIP: no shipped logic-block model t1r"
   exit 77
 fi
 tmp=$(mktemp -d)
