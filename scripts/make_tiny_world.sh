@@ -159,56 +159,47 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-4294967296}
 export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
 export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-536870912}
+sft_phase() {  # <name> <what> <recipe> [--set ...]: one `allot sft` run into $work/<name>,
+  # its log $work/<name>.log; says what failed, or the run's "done:" line
+  local name=$1 what=$2 recipe=$3 log=$work/$1.log
+  shift 3
+  if ! "$ALLOT" sft -c "$recipe" --set run.output_dir="$work" --set run.name="tinyworld-$name" \
+      "$@" >"$log" 2>&1; then
+    echo "make_tiny_world.sh: training $what failed; the log is $log:" >&2
+    tail -n 20 "$log" >&2
+    return 1
+  fi
+  echo "==> [tiny world] model $what: $(grep -o 'done: .*' "$log" | head -n 1)"
+}
 train_tier() {  # <tier>: trains it under $work (two phases with --practice), copies it to $pool
   # (called where `set -e` does not apply, so every step checks its own status)
   # Phase 1 (configs/tinyworld/sft_<tier>.yaml): from random weights on sft_train.jsonl.
   # Phase 2, with --practice (configs/tinyworld/practice.yaml): from phase 1's model on
   # sft_practice.jsonl, the arithmetic practice.
+  # t1r (configs/tinyworld/rlot_model.yaml): from the pool's t1, once this run has put it there,
+  # on sft_rlot.jsonl.
   local t=$1 run=$work/tinyworld-$1 practice_run=$work/tinyworld-$1-practice
   rm -rf "$run" "$practice_run" || return 1
-  if [[ $t == t1r ]]; then
-    train_rlot_model && touch "$work/$t.done"
-    return
-  fi
-  if ! "$ALLOT" sft -c "configs/tinyworld/sft_$t.yaml" --set run.output_dir="$work" \
-      --set run.name="tinyworld-$t" --set sft.data="$out/sft_train.jsonl" >"$work/$t.log" 2>&1; then
-    echo "make_tiny_world.sh: training $t failed; the log is $work/$t.log:" >&2
-    tail -n 20 "$work/$t.log" >&2
-    return 1
-  fi
-  echo "==> [tiny world] model $t, phase 1: $(grep -o 'done: .*' "$work/$t.log" | head -n 1)"
   local final=$run
-  if [[ $practice == 1 ]]; then
-    final=$practice_run
-    if ! "$ALLOT" sft -c configs/tinyworld/practice.yaml --set run.output_dir="$work" \
-        --set run.name="tinyworld-$t-practice" --set model.path="$run/model" \
-        --set sft.data="$out/sft_practice.jsonl" >"$work/$t-practice.log" 2>&1; then
-      echo "make_tiny_world.sh: the practice phase of $t failed; the log is $work/$t-practice.log:" >&2
-      tail -n 20 "$work/$t-practice.log" >&2
-      return 1
+  if [[ $t == t1r ]]; then
+    while [[ " ${todo[*]} " == *" t1 "* && ! -f $work/t1.done ]]; do
+      [[ -f $work/t1.failed ]] && { echo "make_tiny_world.sh: t1r needs t1, which failed" >&2; return 1; }
+      sleep 5
+    done
+    sft_phase t1r "t1r (t1, then sft_rlot.jsonl)" configs/tinyworld/rlot_model.yaml \
+      --set model.path="$pool/t1" --set sft.data="$out/sft_rlot.jsonl" || return 1
+  else
+    sft_phase "$t" "$t, phase 1" "configs/tinyworld/sft_$t.yaml" \
+      --set sft.data="$out/sft_train.jsonl" || return 1
+    if [[ $practice == 1 ]]; then
+      final=$practice_run
+      sft_phase "$t-practice" "$t, phase 2" configs/tinyworld/practice.yaml \
+        --set model.path="$run/model" --set sft.data="$out/sft_practice.jsonl" || return 1
     fi
-    echo "==> [tiny world] model $t, phase 2: $(grep -o 'done: .*' "$work/$t-practice.log" | head -n 1)"
   fi
   rm -rf "$pool/$t.new" && mkdir -p "$pool/$t.new" && cp "$final/model/"* "$pool/$t.new/" &&
     rm -rf "$pool/$t" && mv "$pool/$t.new" "$pool/$t" || return 1
   touch "$work/$t.done"
-}
-train_rlot_model() {  # t1r: a second phase from the pool's t1, once this run has put it there
-  local run=$work/tinyworld-t1r
-  while [[ " ${todo[*]} " == *" t1 "* && ! -f $work/t1.done ]]; do
-    [[ -f $work/t1.failed ]] && { echo "make_tiny_world.sh: t1r needs t1, which failed" >&2; return 1; }
-    sleep 5
-  done
-  if ! "$ALLOT" sft -c configs/tinyworld/rlot_model.yaml --set run.output_dir="$work" \
-      --set run.name=tinyworld-t1r --set model.path="$pool/t1" \
-      --set sft.data="$out/sft_rlot.jsonl" >"$work/t1r.log" 2>&1; then
-    echo "make_tiny_world.sh: training t1r failed; the log is $work/t1r.log:" >&2
-    tail -n 20 "$work/t1r.log" >&2
-    return 1
-  fi
-  echo "==> [tiny world] model t1r (t1, then sft_rlot.jsonl): $(grep -o 'done: .*' "$work/t1r.log" | head -n 1)"
-  rm -rf "$pool/t1r.new" && mkdir -p "$pool/t1r.new" && cp "$run/model/"* "$pool/t1r.new/" &&
-    rm -rf "$pool/t1r" && mv "$pool/t1r.new" "$pool/t1r"
 }
 if [[ ${#todo[@]} -gt 0 ]]; then
   echo "==> [tiny world] models: training ${todo[*]} ($jobs at a time, logs in $work)"
