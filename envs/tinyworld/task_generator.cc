@@ -17,7 +17,7 @@ bool IsNumber(const std::string& s) {
 }
 
 std::string Id(const std::string& split, const std::string& bucket, size_t n) {
-  char num[16];
+  char num[24];  // any size_t fits (GCC checks the whole range)
   std::snprintf(num, sizeof(num), "%04zu", n);
   return "tw-" + split + "-" + bucket + "-" + num;
 }
@@ -69,6 +69,14 @@ TaskItem ChoiceVariant(const TaskItem& open, const KnowledgeWorld& world, SplitM
   mc.choices.insert(mc.choices.begin() + static_cast<ptrdiff_t>(at), open.value);
   mc.answer = std::string(1, static_cast<char>('A' + at));
   return mc;
+}
+
+// Each item's split and its id in that split's bucket, in order.
+void Label(std::vector<TaskItem>& items, const std::string& split, const std::string& bucket) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    items[i].split = split;
+    items[i].id = Id(split, bucket, i);
+  }
 }
 
 // `count` items of one arithmetic bucket whose keys are not yet in `seen`.
@@ -138,16 +146,10 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
       ALLOT_ASSIGN_OR_RETURN(train,
                              DrawArithmetic(bucket, n_train, rng, w.knowledge.first_names, seen));
     }
-    for (size_t i = 0; i < test.size(); ++i) {
-      test[i].split = "test";
-      test[i].id = Id("test", bucket, i);
-      open_test.push_back(std::move(test[i]));
-    }
-    for (size_t i = 0; i < train.size(); ++i) {
-      train[i].split = "train";
-      train[i].id = Id("train", bucket, i);
-      open_train.push_back(std::move(train[i]));
-    }
+    Label(test, "test", bucket);
+    Label(train, "train", bucket);
+    for (auto& t : test) open_test.push_back(std::move(t));
+    for (auto& t : train) open_train.push_back(std::move(t));
   }
 
   // One stream per split, so that the test split's variants do not depend on how many train
@@ -215,15 +217,9 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
     ALLOT_ASSIGN_OR_RETURN(w.long_train,
                            DrawArithmetic(bucket, static_cast<size_t>(config.long_train), rng,
                                           w.knowledge.first_names, seen));
-    for (size_t i = 0; i < w.long_test.size(); ++i) {
-      w.long_test[i].split = "test";
-      w.long_test[i].id = Id("test", bucket, i);
-      held_out.insert(w.long_test[i].question);
-    }
-    for (size_t i = 0; i < w.long_train.size(); ++i) {
-      w.long_train[i].split = "train";
-      w.long_train[i].id = Id("train", bucket, i);
-    }
+    Label(w.long_test, "test", bucket);
+    Label(w.long_train, "train", bucket);
+    for (const TaskItem& t : w.long_test) held_out.insert(t.question);
     SftConfig long_sft = config.sft;
     long_sft.rlot_percent = 100;
     long_sft.decompose_drill = true;
