@@ -43,6 +43,12 @@ struct RlotEnvConfig {
   // -1: not filled in yet (RlotEnv::Create refuses step_reward: shaped without it).
   double shaping_gamma = -1.0;
 
+  // The first decision's state. false: all zero ("not involved"), as the reference code has
+  // it (notes.md: the state is the evaluation of the newest step). true: RLoT App. J.2's
+  // training and inference processes, which self-evaluate the problem with no reasoning yet
+  // before the first block, so that the first decision can depend on the problem; one more
+  // call per episode, made only for a navigator (a fixed block sequence reads no state).
+  bool evaluate_problem = false;
   int max_blocks = 5;             // RLoT: 5 blocks; Terminate is forced on the 6th decision
   double temperature = 1.0;       // notes.md: every LLM call used temperature 1.0
   int64_t max_step_tokens = 512;  // one block's sub-step output
@@ -82,6 +88,9 @@ struct RlotEnvConfig {
                     "dqn.gamma and refuses any other value (-1: not filled in)",
              .min = -1.0,
              .max = 1.0});
+    v.Field("evaluate_problem", evaluate_problem,
+            {.doc = "the first decision sees the LLM's self-evaluation of the problem (RLoT "
+                    "App. J.2's training process) instead of the zero state"});
     v.Field("max_blocks", max_blocks,
             {.doc = "logic blocks before Terminate is forced (RLoT: 5)", .min = 1, .max = 64});
     v.Field("temperature", temperature, {.doc = "LLM sampling temperature", .min = 0.0});

@@ -355,7 +355,7 @@ Result<runtime::Trajectory> RlotEnv::Run(const runtime::EpisodeInput& input) {
 }
 
 Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
-                                             const BlockChooser& choose) {
+                                             const BlockChooser& choose, bool reads_state) {
   runtime::Trajectory t;
   t.policy_version = input.policy_version();
   auto item = ParseItem(input.dataset_item, config_.answer_format);
@@ -378,6 +378,16 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   EpisodeRun run(config_, prompts_, scorer, ep, *item);
 
   State state{};  // nothing evaluated yet: every aspect "not involved"
+  Status status = Status::Ok();
+  if (config_.evaluate_problem && reads_state) {
+    // RLoT App. J.2: the problem, with no reasoning yet, is self-evaluated before the first block.
+    auto first = run.Evaluate();
+    if (first.ok()) {
+      state = *first;
+    } else {
+      status = first.status();
+    }
+  }
   std::vector<int> chosen, applied;
   double prm = 0.0, outcome = 0.0;
   // step_reward: shaped (rlot_config.h): phi is the potential of the state the decision is
@@ -387,7 +397,6 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   double phi = 0.0;
   std::string step_scores;
   bool finished_early = false;
-  Status status = Status::Ok();
   for (int decision = 1; status.ok(); ++decision) {
     if (status = ep.Check(); !status.ok()) break;
     const int a = choose(state, decision);

@@ -2,7 +2,8 @@
 // episode runtime (envs/runtime).
 //
 // A navigator picks one of five logic blocks per decision from the state, the LLM's 7-aspect
-// self-evaluation of the newest step (self_evaluation.h):
+// self-evaluation of the newest step (self_evaluation.h; before the first block the zero state,
+// or with evaluate_problem the evaluation of the problem itself):
 //   Reason     one next step.
 //   Decompose  list `### Subtask<i>: ...`, solve each with the earlier results visible, then
 //              summarize; only the summary joins the chain.
@@ -67,9 +68,11 @@ class RlotEnv : public runtime::Env {
   ~RlotEnv() override;
 
   Result<runtime::Trajectory> Run(const runtime::EpisodeInput& input) override;
-  // One episode with the blocks `choose` picks.
+  // One episode with the blocks `choose` picks. `reads_state`: false for a chooser that ignores
+  // the state (a fixed sequence), which then gets no evaluation of the problem
+  // (config.evaluate_problem).
   Result<runtime::Trajectory> RunWith(const runtime::EpisodeInput& input,
-                                      const BlockChooser& choose);
+                                      const BlockChooser& choose, bool reads_state = true);
   // The zero-shot CoT baseline (RLoT Sec. 4.1): one call, "Let's think step by step", the
   // answer in the dataset's format; rewards "outcome" only, info["answer"] for the vote. No
   // blocks, no PRM. NotFound when prompts_dir has no zero_shot_cot.txt.

@@ -43,32 +43,37 @@ std::string DatasetItem(const datasets::Example& e) {
 
 ChooserFactory NavigatorChooser(std::shared_ptr<const models::NavigatorMlp> navigator,
                                 double epsilon) {
-  return [navigator, epsilon](uint64_t seed) -> BlockChooser {
-    auto rng = std::make_shared<std::mt19937_64>(seed);
-    return [navigator, epsilon, rng](const State& s, int) {
-      std::uniform_real_distribution<double> coin(0.0, 1.0);
-      if (epsilon > 0 && coin(*rng) < epsilon) {
-        return std::uniform_int_distribution<int>(0, kNumLogicBlocks - 1)(*rng);
-      }
-      return navigator->Greedy(s);
-    };
-  };
+  return {[navigator, epsilon](uint64_t seed) -> BlockChooser {
+            auto rng = std::make_shared<std::mt19937_64>(seed);
+            return [navigator, epsilon, rng](const State& s, int) {
+              std::uniform_real_distribution<double> coin(0.0, 1.0);
+              if (epsilon > 0 && coin(*rng) < epsilon) {
+                return std::uniform_int_distribution<int>(0, kNumLogicBlocks - 1)(*rng);
+              }
+              return navigator->Greedy(s);
+            };
+          },
+          true};
 }
 
 ChooserFactory FixedChooser(std::vector<int> blocks) {
-  return [blocks](uint64_t) -> BlockChooser {
-    return [blocks](const State&, int decision) {
-      const size_t i = static_cast<size_t>(decision - 1);
-      return i < blocks.size() ? blocks[i] : static_cast<int>(LogicBlock::kTerminate);
-    };
-  };
+  return {[blocks](uint64_t) -> BlockChooser {
+            return [blocks](const State&, int decision) {
+              const size_t i = static_cast<size_t>(decision - 1);
+              return i < blocks.size() ? blocks[i] : static_cast<int>(LogicBlock::kTerminate);
+            };
+          },
+          false};
 }
 
 Result<RlotEvalReport> EvaluateRlot(RlotEnv& env, const std::vector<datasets::Example>& problems,
                                     const ChooserFactory& chooser, const std::string& method,
                                     const RlotEvalOptions& options) {
   return EvaluateTrails(
-      problems, [&](const runtime::EpisodeInput& in) { return env.RunWith(in, chooser(in.seed)); },
+      problems,
+      [&](const runtime::EpisodeInput& in) {
+        return env.RunWith(in, chooser(in.seed), chooser.reads_state);
+      },
       method, options);
 }
 
@@ -161,7 +166,7 @@ Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,
     in.episode_id = ex.id + "#direct";
     in.dataset_item = DatasetItem(ex);
     in.seed = Mix(seed, n++);
-    ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.RunWith(in, direct));
+    ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.RunWith(in, direct, false));
     if (t.failure.failed()) {
       if (failed != nullptr) ++*failed;
       continue;

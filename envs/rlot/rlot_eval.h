@@ -70,8 +70,13 @@ struct RlotEvalReport {
 // The dataset item an episode reads: {"question", "answer", "format"}.
 std::string DatasetItem(const datasets::Example& example);
 
-// A chooser for one trail; `seed` differs per trail.
-using ChooserFactory = std::function<BlockChooser(uint64_t seed)>;
+// A chooser for one trail; `seed` differs per trail. `reads_state` false: the chooser ignores
+// the state (RlotEnv::RunWith).
+struct ChooserFactory {
+  std::function<BlockChooser(uint64_t seed)> make;
+  bool reads_state = true;
+  BlockChooser operator()(uint64_t seed) const { return make(seed); }
+};
 
 // The greedy (or epsilon-greedy) navigator.
 ChooserFactory NavigatorChooser(std::shared_ptr<const models::NavigatorMlp> navigator,

@@ -258,6 +258,61 @@ TEST(RlotEnvTest, MaxBlocksIsAConfigDefault) {
   EXPECT_EQ(t->info.at("blocks"), "debate-debate-terminate");
 }
 
+// evaluate_problem (RLoT App. J.2): the problem itself is evaluated before the first block, and
+// the first decision sees that state; a chooser that reads no state is spared the call.
+TEST(RlotEnvTest, EvaluateProblemGivesTheFirstDecisionTheProblemsState) {
+  RlotEnvConfig c = Config();
+  c.evaluate_problem = true;
+  Fixture f(c);
+  f.llm.Fault([](const std::string& kind, int n) -> std::optional<Reply> {
+    if (kind != "eval" || n != 1) return std::nullopt;
+    return Reply::Json(CompletionBody("A1 score=0\nB1 score=3\nC1 score=1", {}, 10));
+  });
+  std::vector<State> seen;
+  auto t = f.env->RunWith(Input(), [&](const State& s, int d) {
+    seen.push_back(s);
+    return d == 1 ? 0 : 4;  // Reason, Terminate
+  });
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  EXPECT_EQ(f.llm.calls(),
+            (std::vector<std::string>{"eval", "reason", "finish", "eval", "terminate"}));
+  EXPECT_NE(f.llm.prompt(0).find("(none yet)"), std::string::npos);  // no step yet
+  const State problem = {0, 0, 0, 3, 0, 1, 0};
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], problem);
+  EXPECT_EQ(seen[1], kEvalState);
+  ASSERT_EQ(t->transitions.size(), 2u);
+  EXPECT_EQ(t->transitions[0].state, std::vector<float>(problem.begin(), problem.end()));
+  EXPECT_EQ(t->info.at("eval_keys_missing"), "4");  // A2, A3, B2, C2 of the problem's
+
+  Fixture fixed(c);
+  auto u = fixed.env->RunWith(Input(), Sequence({0, 4}), /*reads_state=*/false);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(fixed.llm.calls(), (std::vector<std::string>{"reason", "finish", "eval", "terminate"}));
+  EXPECT_EQ(u->transitions[0].state, std::vector<float>(7, 0.0f));
+}
+
+TEST(RlotEnvTest, AFailedEvaluationOfTheProblemFailsTheEpisodeOnly) {
+  RlotEnvConfig c = Config();
+  c.evaluate_problem = true;
+  Fixture f(c);
+  f.llm.Fault([](const std::string& kind, int) -> std::optional<Reply> {
+    if (kind != "eval") return std::nullopt;
+    return Reply::Json(R"({"error":"boom"})", 500);
+  });
+  int decisions = 0;
+  auto t = f.env->RunWith(Input(), [&](const State&, int) {
+    ++decisions;
+    return 0;
+  });
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->failure.failed());
+  EXPECT_EQ(decisions, 0);
+  EXPECT_TRUE(t->transitions.empty());
+  EXPECT_EQ(f.llm.calls(), (std::vector<std::string>{"eval"}));
+}
+
 TEST(RlotEnvTest, FinishCheckYesAnswersAndEnds) {
   Fixture f;
   f.llm.Set("finish", "Yes, the answer is there.");
@@ -593,6 +648,23 @@ TEST(RlotEvalTest, SelfConsistencyVotesOverEquivalentAnswers) {
   ASSERT_EQ(j["items"].size(), 2u);
   EXPECT_EQ(j["items"][1]["trails"][2]["answer"], "11");
   EXPECT_EQ(j["items"][1]["trails"][2]["correct"], true);
+}
+
+// The baselines read no state: evaluate_problem adds no call to a fixed sequence or to direct.
+TEST(RlotEvalTest, FixedSequencesAreNotChargedForTheProblemsEvaluation) {
+  RlotEnvConfig c = Config();
+  c.evaluate_problem = true;
+  Fixture f(c);
+  RlotEvalOptions o;
+  o.trails = 1;
+  auto r = EvaluateRlot(*f.env, {Problem("p1", "10")}, FixedChooser({0}), "fixed:reason", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->usage.calls, 4);  // reason, finish, eval, terminate
+  auto d = EvaluateRlot(*f.env, {Problem("p1", "10")}, FixedChooser({}), "direct", o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->usage.calls, 1);
+  EXPECT_FALSE(FixedChooser({}).reads_state);
+  EXPECT_TRUE(NavigatorChooser(std::make_shared<const models::NavigatorMlp>()).reads_state);
 }
 
 TEST(RlotEvalTest, TiesAreBrokenBySeed) {
