@@ -112,27 +112,50 @@ Corruption Corrupt(const std::string& step, int64_t percent, SplitMix64& rng) {
   return out;
 }
 
-// RLoT Table 1: the seven scored lines for the newest of `k` steps. `calc_error` and
-// `model_error` say how the newest step was corrupted (at most one is set).
-std::string SelfEvaluation(size_t k, size_t n, bool computes, bool model_error, bool calc_error,
-                           const std::string& reason) {
-  const bool ok = !model_error && !calc_error;
-  const size_t left = n - k;
-  std::vector<std::string> lines = {
-      SelfEvalLine("A1", model_error ? 1 : 3, model_error ? reason : "right operation"),
-      SelfEvalLine("A2", 3, "clear"),
-      computes ? SelfEvalLine("A3", calc_error ? 1 : 3, calc_error ? reason : "right result")
-               : SelfEvalLine("A3", 0, "no arithmetic"),
-      // B1 True = the answer is still far (RLoT Table 1 as configs/prompts/rlot words it).
-      SelfEvalLine("B1", left >= 2 ? 3 : (left == 1 ? 2 : 1),
-                   left == 0 ? "done" : (left == 1 ? "one step left" : N(left) + " steps left")),
-      SelfEvalLine("B2", ok ? 1 : 3, ok ? "not needed" : "redo the step"),
-      SelfEvalLine("C1", !ok ? 1 : (left == 0 ? 3 : (left == 1 ? 2 : 1)),
-                   !ok ? "wrong step" : (left == 0 ? "answer reached" : "not yet")),
-      SelfEvalLine("C2", 3, "complete")};
+// RLoT Table 1, B1 ("complexity to the final answer": True = the answer is still far) from
+// the steps left; `graded` (SftConfig::problem_evaluation) keeps 3 for four or more.
+int StepsLeftScore(size_t left, bool graded) {
+  if (left >= (graded ? 4u : 2u)) return 3;
+  if (left >= (graded ? 2u : 1u)) return 2;
+  return 1;
+}
+
+std::string StepsLeftReason(size_t left) {
+  return left == 0 ? "done" : (left == 1 ? "one step left" : N(left) + " steps left");
+}
+
+std::string JoinLines(const std::vector<std::string>& lines) {
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\n" : "");
   return out;
+}
+
+// RLoT Table 1: the seven scored lines for the newest of `k` steps. `calc_error` and
+// `model_error` say how the newest step was corrupted (at most one is set).
+std::string SelfEvaluation(size_t k, size_t n, bool computes, bool model_error, bool calc_error,
+                           const std::string& reason, bool graded) {
+  const bool ok = !model_error && !calc_error;
+  const size_t left = n - k;
+  return JoinLines(
+      {SelfEvalLine("A1", model_error ? 1 : 3, model_error ? reason : "right operation"),
+       SelfEvalLine("A2", 3, "clear"),
+       computes ? SelfEvalLine("A3", calc_error ? 1 : 3, calc_error ? reason : "right result")
+                : SelfEvalLine("A3", 0, "no arithmetic"),
+       SelfEvalLine("B1", StepsLeftScore(left, graded), StepsLeftReason(left)),
+       SelfEvalLine("B2", ok ? 1 : 3, ok ? "not needed" : "redo the step"),
+       SelfEvalLine("C1", !ok ? 1 : (left == 0 ? 3 : (left == 1 ? 2 : 1)),
+                    !ok ? "wrong step" : (left == 0 ? "answer reached" : "not yet")),
+       SelfEvalLine("C2", 3, "complete")});
+}
+
+// The same seven lines for the problem before any step (SftConfig::problem_evaluation): no
+// step to judge (A1-A3, B2, C2 "not involved"), B1 graded by the problem's `n` steps.
+std::string ProblemEvaluation(size_t n) {
+  return JoinLines({SelfEvalLine("A1", 0, "no step yet"), SelfEvalLine("A2", 0, "no step yet"),
+                    SelfEvalLine("A3", 0, "no step yet"),
+                    SelfEvalLine("B1", StepsLeftScore(n, true), StepsLeftReason(n)),
+                    SelfEvalLine("B2", 0, "no step yet"), SelfEvalLine("C1", 1, "not yet"),
+                    SelfEvalLine("C2", 0, "no step yet")});
 }
 
 const std::vector<std::string> kBadArithmeticPlans = {
@@ -302,7 +325,11 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
     if (on("self_eval")) {
       rlot("self_eval", kRlotSelfEvaluate, k, vars,
            SelfEvaluation(k, n, bad.computes, bad.kind == Corruption::kModel,
-                          bad.kind == Corruption::kCalculation, bad.reason));
+                          bad.kind == Corruption::kCalculation, bad.reason,
+                          config.problem_evaluation));
+      if (config.problem_evaluation) {
+        rlot("self_eval", kRlotSelfEvaluate, 0, {}, ProblemEvaluation(n));
+      }
     }
     if (on("refine") && bad.kind != Corruption::kNone) {
       rlot("refine", kRlotRefine, k, vars, steps[k - 1].text);  // rewritten in place

@@ -65,6 +65,13 @@ struct SftConfig {
   // sft_train.jsonl; on for the long sums of sft_rlot.jsonl, whose six to eight subtasks a
   // navigator may decompose after it has reasoned a few steps.
   bool decompose_drill = false;
+  // RLoT's state for a navigator that decides before the first step (RLoT App. J.2, "Training
+  // process": the LLM self-evaluates the problem with no reasoning yet; env.rlot.
+  // evaluate_problem): every self_eval record gets a second one with no step yet (the problem
+  // itself), and B1 is graded by the steps left (3: four or more, 2: two or three, 1: one or
+  // none; off: 3 from two left), so that the problem's evaluation tells a long problem from a
+  // short one. Off for sft_train.jsonl; on for sft_rlot.jsonl.
+  bool problem_evaluation = false;
 
   void Describe(config::Visitor& v) {
     v.Field("formats", formats, {.doc = "SFT formats to write (empty = all)"});
@@ -91,6 +98,9 @@ struct SftConfig {
     v.Field("decompose_drill", decompose_drill,
             {.doc = "Decompose drilled: listed after reference steps too, every subtask solved, "
                     "the finish check and Terminate after its summary"});
+    v.Field("problem_evaluation", problem_evaluation,
+            {.doc = "self-evaluations also of the problem with no step yet, and B1 graded by "
+                    "the steps left (3: 4+, 2: 2-3, 1: 0-1)"});
   }
 };
 

@@ -223,8 +223,24 @@ Result<TinyWorld> GenerateTinyWorld(const TinyWorldConfig& config) {
     SftConfig long_sft = config.sft;
     long_sft.rlot_percent = 100;
     long_sft.decompose_drill = true;
+    long_sft.problem_evaluation = true;
     SplitMix64 rlot_rng = root.Fork("sft/rlot");
-    w.rlot = w.practice;
+    // The practice mix without its self-evaluations, which read B1 the other way: each
+    // tool-free train item gets its own, with the problem's evaluation (problem_evaluation),
+    // from a stream of their own.
+    for (const SftRecord& r : w.practice) {
+      if (r.format != "self_eval") w.rlot.push_back(r);
+    }
+    SftConfig state_sft = long_sft;
+    state_sft.formats = {"self_eval"};
+    state_sft.decompose_drill = false;
+    SplitMix64 state_rng = root.Fork("sft/rlot_state");
+    for (const TaskItem& item : w.train) {
+      if (item.multiple_choice()) continue;  // the navigator's problems are open questions
+      ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
+                             MakeSftRecords(item, state_sft, state_rng, held_out));
+      for (auto& r : records) w.rlot.push_back(std::move(r));
+    }
     for (const TaskItem& item : w.long_train) {
       ALLOT_ASSIGN_OR_RETURN(std::vector<SftRecord> records,
                              MakeSftRecords(item, long_sft, rlot_rng, held_out));

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <set>
@@ -570,15 +572,45 @@ TEST(TinyWorldSftTest, PracticeHoldsTheWholeDrillAndADrawOfTheRest) {
 // The logic-block model's data: the practice records and every RLoT record of the long train
 // sums, Decompose listing the whole problem also after reference steps, and the finish check and
 // Terminate after a Decompose summary; no test question is drilled.
+// B1's score in a self-evaluation, and the steps left its reason names.
+std::pair<int, int> B1ScoreAndStepsLeft(const std::string& completion) {
+  const size_t at = completion.find("B1 score=");
+  if (at == std::string::npos) return {-1, -1};
+  const int score = completion[at + 9] - '0';
+  const std::string reason = completion.substr(at, completion.find('\n', at) - at);
+  if (reason.find("reason=done") != std::string::npos) return {score, 0};
+  if (reason.find("reason=one step left") != std::string::npos) return {score, 1};
+  const size_t r = reason.find("reason=");
+  return {score, std::atoi(reason.c_str() + r + 7)};
+}
+
 TEST(TinyWorldSftTest, RlotDataHoldsThePracticeAndTheLongSumsCalls) {
   const TinyWorld& w = SmallWorld();
-  std::multiset<std::string> practice, rest;
-  for (const SftRecord& r : w.practice) practice.insert(r.ToJson().dump());
+  std::multiset<std::string> practice;
+  size_t practice_evals = 0;
+  for (const SftRecord& r : w.practice) {
+    if (r.format == "self_eval") {
+      ++practice_evals;  // replaced: they read B1 the other way
+    } else {
+      practice.insert(r.ToJson().dump());
+    }
+  }
+  ASSERT_GT(practice_evals, 0u);
   std::set<std::string> long_train, test_questions;
   for (const TaskItem& t : w.long_train) long_train.insert(t.id);
   for (const TaskItem& t : w.test) {
     if (!t.multiple_choice()) test_questions.insert(t.question);
   }
+  // The items whose problem gets evaluated (no step yet), with their steps.
+  std::map<std::string, size_t> evaluated;
+  for (const TaskItem& t : w.train) {
+    const std::vector<SolutionStep> steps = t.AllSteps();
+    const bool tool = std::any_of(steps.begin(), steps.end(),
+                                  [](const SolutionStep& s) { return s.uses_tool(); });
+    if (!t.multiple_choice() && !tool && !steps.empty()) evaluated[t.id] = steps.size();
+  }
+  for (const TaskItem& t : w.long_train) evaluated[t.id] = t.steps.size();
+  std::map<std::string, size_t> problem_evaluations;
   std::map<std::string, size_t> formats;
   size_t decompose_after = 0, check_after_summary = 0, final_after_summary = 0;
   for (const SftRecord& r : w.rlot) {
@@ -586,6 +618,18 @@ TEST(TinyWorldSftTest, RlotDataHoldsThePracticeAndTheLongSumsCalls) {
     if (auto it = practice.find(line); it != practice.end()) {
       practice.erase(it);
       continue;
+    }
+    if (r.format == "self_eval") {
+      ASSERT_TRUE(evaluated.count(r.item_id)) << line;
+      // B1 graded by the steps left: 3 from four, 2 from two, else 1.
+      const auto [score, left] = B1ScoreAndStepsLeft(r.completion);
+      EXPECT_EQ(score, left >= 4 ? 3 : (left >= 2 ? 2 : 1)) << line;
+      if (r.prompt.find("(none yet)") != std::string::npos) {
+        ++problem_evaluations[r.item_id];
+        EXPECT_EQ(static_cast<size_t>(left), evaluated[r.item_id]) << line;
+        EXPECT_NE(r.completion.find("A1 score=0"), std::string::npos) << line;
+      }
+      if (!long_train.count(r.item_id)) continue;
     }
     ASSERT_TRUE(long_train.count(r.item_id)) << "neither practice nor a long train sum: " << line;
     ++formats[r.format];
@@ -608,16 +652,25 @@ TEST(TinyWorldSftTest, RlotDataHoldsThePracticeAndTheLongSumsCalls) {
     }
   }
   EXPECT_TRUE(practice.empty()) << practice.size() << " practice records missing";
+  EXPECT_EQ(problem_evaluations.size(), evaluated.size());  // one each
+  for (const auto& [id, n] : problem_evaluations) EXPECT_EQ(n, 1u) << id;
   EXPECT_EQ(formats["decompose"], w.long_train.size());  // rlot_percent: 100
   EXPECT_EQ(formats["summarize"], w.long_train.size());
   size_t subtasks = 0;
   for (const TaskItem& t : w.long_train) subtasks += t.steps.size();
-  EXPECT_EQ(formats["solve_subtask"], subtasks);  // every one, not one drawn
-  EXPECT_GT(formats["self_eval"], 0u);
+  EXPECT_EQ(formats["solve_subtask"], subtasks);             // every one, not one drawn
+  EXPECT_EQ(formats["self_eval"], 2 * w.long_train.size());  // one after steps, the problem's
   EXPECT_GT(formats["step"], 0u);
   EXPECT_GT(decompose_after, w.long_train.size() / 2);
   EXPECT_EQ(check_after_summary, w.long_train.size());
   EXPECT_EQ(final_after_summary, w.long_train.size());
+  // sft_train.jsonl keeps the old B1 (3 from two steps left) and no problem evaluations.
+  for (const SftRecord& r : w.sft) {
+    if (r.format != "self_eval") continue;
+    EXPECT_EQ(r.prompt.find("(none yet)"), std::string::npos) << r.prompt;
+    const auto [score, left] = B1ScoreAndStepsLeft(r.completion);
+    EXPECT_EQ(score, left >= 2 ? 3 : (left == 1 ? 2 : 1)) << r.completion;
+  }
 }
 
 TEST(TinyWorldSftTest, UnknownFormatIsRefused) {
