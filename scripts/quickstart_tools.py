@@ -214,7 +214,7 @@ def by_difficulty(rows):
 def expected_random(results):
     """Uniform random routing's expectation on the evaluated items: a query goes to each level
     with probability 1/4, and every fixed level already answered every item greedily, so the
-    expected accuracy, cost, energy and latency are the means over L1..L4 (one seeded draw of
+    expected accuracy, cost and energy are the means over L1..L4 (one seeded draw of
     a few dozen queries is noisy: the method "random" is that draw)."""
     fixed = {r["method"]: r for r in results if r["method"] in ("L1", "L2", "L3", "L4")}
     if len(fixed) != 4 or len({r["episodes"] for r in fixed.values()}) != 1:
@@ -243,15 +243,17 @@ def table(out_dir, args):
             for r in before if r["method"] != "router"]
     rows += [("router (untrained)", r) for r in before if r["method"] == "router"]
     rows += [("router (trained)", r) for r in after if r["method"] == "router"]
+    # No latency column: the before-evaluation runs every method at once against the same
+    # servers, the after-evaluation runs the router alone, so their latencies are not comparable.
     lines = [f"{'method':<20} {'n':>4} {'accuracy':>8} {'failed':>6} {'cost $/query':>13} "
-             f"{'energy J/query':>14} {'latency s':>9}  levels L1/L2/L3/L4"]
+             f"{'energy J/query':>14}  levels L1/L2/L3/L4"]
     with open(f"{out_dir}/points.dat", "w") as pts:
         for label, r in rows:
             lv = r["levels"]
             lines.append(
                 f"{label:<20} {r['episodes']:>4} {r['accuracy']:>8.3f} {r['failed']:>6} "
-                f"{r['mean_cost_usd']:>13.3e} {r['mean_energy_j']:>14.3e} "
-                f"{r['mean_latency_s']:>9.3f}  {lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
+                f"{r['mean_cost_usd']:>13.3e} {r['mean_energy_j']:>14.3e}  "
+                f"{lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
             pts.write(f"\"{label}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
     lines += by_difficulty(rows)
     text = "\n".join(lines) + "\n"

