@@ -15,7 +15,7 @@
       the first and last quarter
   check BASE_JSON COLD_JSON TRAINED_JSON
       the table of three `allot eval --method tir --json` files, and exit 0 when the trained
-      policy is strictly more accurate than the base model, 1 when not
+      policy is strictly more accurate than the cold start it was trained from, 1 when not
 
 The expressions are evaluated here, not run: only digits, spaces, + - * ( ) are allowed, and
 anything else is refused with the file and line. Only the Python standard library is used.
@@ -218,8 +218,9 @@ def check(paths):
     if by:
         print("correct/items by difficulty: " + "; ".join(
             f"{d} " + " ".join(f"{c}/{n}" for c, n in by[d]) for d in sorted(by)))
-    base, trained = float(results[0][1]["accuracy"]), float(results[-1][1]["accuracy"])
-    return 0 if trained > base else 1
+    # GRPO is judged against what it started from: the cold start, not the untrained base.
+    cold, trained = float(results[1][1]["accuracy"]), float(results[-1][1]["accuracy"])
+    return 0 if trained > cold else 1
 
 
 def main(argv):
