@@ -1,5 +1,6 @@
 #include "rollout/trajectory_convert.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -94,6 +95,7 @@ v1::Trajectory ToProto(const rt::Trajectory& t) {
     seg->set_source(s.source);
     seg->set_policy_version(s.policy_version);
     seg->set_step(s.step);
+    seg->set_max_tokens(static_cast<uint32_t>(std::clamp<int64_t>(s.max_tokens, 0, 0xffffffff)));
   }
   for (const rt::Transition& tr : t.transitions) {
     v1::Transition* o = out.add_transitions();
@@ -165,6 +167,7 @@ rt::Trajectory FromProto(const v1::Trajectory& t) {
     seg.logprobs.assign(s.logprobs().begin(), s.logprobs().end());
     seg.policy_version = s.policy_version();
     seg.step = s.step();
+    seg.max_tokens = s.max_tokens();
     seg.source = s.source();
     out.segments.push_back(std::move(seg));
   }

@@ -199,6 +199,7 @@ Result<Turn> Episode::Generate(Conversation& conv, const GenerateOptions& o) {
       s.logprobs.push_back(static_cast<float>(std::min(0.0, lp.logprob)));
     }
     s.policy_version = ServedPolicyVersion(o.model, o.policy_version, c.model);
+    s.max_tokens = max_tokens;  // the turn's own budget (the learner's overlong shaping)
   }
   tokens_ += static_cast<int64_t>(conv.num_ids() + s.ids.size());
   Turn t = TurnOf(choice);

@@ -35,6 +35,7 @@ struct Segment {
   std::vector<float> logprobs;  // one per id for policy segments; empty otherwise
   uint64_t policy_version = 0;  // adapter version that sampled a policy segment; 0 = unknown
   uint32_t step = 0;            // 1-based step (turn, tool call, block); 0 = no steps
+  int64_t max_tokens = 0;       // a policy turn's generation budget; 0 = unknown
   std::string source;           // the endpoint or tool that produced it
 };
 
