@@ -226,6 +226,75 @@ TEST(DqnDistributedIntegrationTest, MalformedTransitionsAreDroppedAndCounted) {
   EXPECT_EQ(trainer.failed_episodes(), 0);
 }
 
+// The chain env with every episode failing at its second decision, as an RLoT episode whose
+// block runs away: the env scored it (the failing decision terminal, reward -1, format error).
+// Every third one fails on its endpoint instead, which nothing scores.
+class FailingChainEnv : public rollout::Env {
+ public:
+  explicit FailingChainEnv(std::unique_ptr<envs::ChainEnv> inner)
+      : inner_(std::shared_ptr<envs::runtime::Env>(std::move(inner))) {}
+  Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override {
+    ALLOT_ASSIGN_OR_RETURN(v1::Trajectory t, inner_.RunEpisode(ctx));
+    if (count_++ % 3 == 2) {
+      t.mutable_failure()->set_reason(v1::FAILURE_REASON_ENDPOINT_ERROR);
+      t.mutable_failure()->set_message("endpoint down");
+      return t;
+    }
+    while (t.transitions_size() > 2) t.mutable_transitions()->RemoveLast();
+    v1::Transition* last = t.mutable_transitions(t.transitions_size() - 1);
+    last->set_reward(-1.0f);
+    last->set_done(true);
+    last->clear_next_state();
+    t.mutable_failure()->set_reason(v1::FAILURE_REASON_FORMAT_ERROR);
+    t.mutable_failure()->set_message("runaway output");
+    return t;
+  }
+
+ private:
+  rollout::RuntimeEnvAdapter inner_;
+  std::atomic<int> count_{0};
+};
+
+// Scored policy failures reach replay, the failing decision included; endpoint failures are
+// dropped and counted by reason. (The learner used to drop every failed episode: this run then
+// ended with "100 episodes failed in a row" and nothing reached replay.)
+TEST(DqnDistributedIntegrationTest, PolicyFailuresAreTrainedOnAndInfrastructureOnesDropped) {
+  at::set_num_threads(1);
+  rollout::EnvRegistry registry;
+  registry.Register("chain",
+                    [](const std::string& config) -> Result<std::unique_ptr<rollout::Env>> {
+                      ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
+                      return std::unique_ptr<rollout::Env>(
+                          std::make_unique<FailingChainEnv>(std::move(inner)));
+                    });
+  rollout::WorkerConfig wc;
+  wc.listen = "127.0.0.1:0";
+  wc.metrics_listen = "";
+  wc.threads = 2;
+  auto worker = rollout::WorkerServer::Start(wc, &registry);
+  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  DqnRunOptions o = DistributedOptions();
+  o.total_episodes = 60;
+  rollout::RolloutConfig rc;
+  rc.dispatcher.workers = {(*worker)->address()};
+  DistributedDqnTrainer trainer(o, rc);
+  auto summary = trainer.Run(nullptr, nullptr);
+  (*worker)->Shutdown();
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->episodes, 60);
+  // Every scored failure's transitions: the failing decision (one per episode) and, unless
+  // the episode's first decision was Terminate, the one before it.
+  EXPECT_GT(trainer.learner().replay().size(), 60u);
+  EXPECT_LE(trainer.learner().replay().size(), 120u);
+  const auto& failures = trainer.failures();
+  ASSERT_EQ(failures.count("format_error"), 1u);
+  EXPECT_EQ(failures.at("format_error"), 60);
+  ASSERT_EQ(failures.count("endpoint_error"), 1u);
+  EXPECT_GE(failures.at("endpoint_error"), 15);
+  EXPECT_EQ(trainer.dropped_failures(), failures.at("endpoint_error"));
+  EXPECT_EQ(trainer.failed_episodes(), 60 + failures.at("endpoint_error"));
+}
+
 TEST(DqnDistributedIntegrationTest, UnreachableWorkerIsReportedNotHung) {
   DqnRunOptions o = DistributedOptions();
   o.total_episodes = 5;

@@ -13,6 +13,7 @@
 #include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
 #include "rollout/dispatcher.h"
+#include "rollout/failure_kind.h"
 #include "rollout/worker.h"
 #include "trainer/dqn/dqn_episode_log.h"
 #include "trainer/dqn/dqn_learner.h"
@@ -110,7 +111,8 @@ Status DistributedDqnTrainer::Publish(rollout::Dispatcher& dispatcher) {
 Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, ProgressBar* progress) {
   const DqnConfig& dqn = options_.dqn;
   const int actors = rollout_.in_process_workers;
-  publications_ = failed_episodes_ = malformed_episodes_ = 0;
+  publications_ = failed_episodes_ = dropped_failures_ = malformed_episodes_ = 0;
+  failures_.clear();
   last_version_ = 0;
   worker_ids_.clear();
 
@@ -193,19 +195,32 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
     last_progress = std::chrono::steady_clock::now();
     --outstanding;
     const v1::Trajectory& traj = finished->trajectory;
-    if (traj.failure().reason() != v1::FAILURE_REASON_NONE) {
+    const v1::FailureReason reason = traj.failure().reason();
+    const bool failed = reason != v1::FAILURE_REASON_NONE;
+    const std::string failure = failed ? rollout::FailureReasonLabel(reason) : "";
+    if (failed) {
       ++failed_episodes_;
-      // Say why, without flooding the log: the first few failures, then every 100th.
-      if (failed_episodes_ <= 5 || failed_episodes_ % 100 == 0) {
-        spdlog::warn("dqn.distributed: episode from {} failed ({}): {} [{} failed so far]",
-                     finished->worker, v1::FailureReason_Name(traj.failure().reason()),
-                     traj.failure().message(), failed_episodes_);
+      ++failures_[failure];
+      // A policy failure its env scored ends in the failing decision, terminal, with the
+      // failure reward: the learner keeps it and the transitions before it, so that it learns
+      // where that choice leads (rollout/failure_kind.h). Any other failure (endpoint, timeout,
+      // worker lost, ...) is dropped, counted by reason, and replaced by a new episode.
+      const bool scored = rollout::IsPolicyFailure(reason) && traj.transitions_size() > 0 &&
+                          traj.transitions(traj.transitions_size() - 1).done();
+      if (!scored) {
+        log.AddFailure(failure, /*trained=*/false);
+        ++dropped_failures_;
+        // Say why, without flooding the log: the first few failures, then every 100th.
+        if (dropped_failures_ <= 5 || dropped_failures_ % 100 == 0) {
+          spdlog::warn("dqn.distributed: episode from {} failed ({}): {} [{} dropped so far]",
+                       finished->worker, failure, traj.failure().message(), dropped_failures_);
+        }
+        if (++consecutive_failures >= 100) {
+          status = Unavailable("dqn.distributed: 100 episodes failed in a row; last from " +
+                               finished->worker + ": " + traj.failure().message());
+        }
+        continue;  // the loop submits a replacement
       }
-      if (++consecutive_failures >= 100) {
-        status = Unavailable("dqn.distributed: 100 episodes failed in a row; last from " +
-                             finished->worker + ": " + traj.failure().message());
-      }
-      continue;  // the loop submits a replacement
     }
     consecutive_failures = 0;
     if (std::find(worker_ids_.begin(), worker_ids_.end(), traj.worker_id()) == worker_ids_.end()) {
@@ -227,6 +242,10 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
     }
     if (!malformed.ok()) {
       ++malformed_episodes_;
+      if (failed) {
+        ++dropped_failures_;
+        log.AddFailure(failure, /*trained=*/false);
+      }
       spdlog::warn("dqn.distributed: dropped malformed {} ({} so far)", malformed.message(),
                    malformed_episodes_);
       continue;  // the loop submits a replacement
@@ -245,6 +264,7 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
       }
     }
     if (!status.ok()) break;
+    if (failed) log.AddFailure(failure, /*trained=*/true);
     learner_->AdvanceEpsilon(traj.transitions_size());
     learner_->EndEpisode();
     log.EndEpisode(traj.reward(), traj.transitions_size());

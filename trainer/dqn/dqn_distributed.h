@@ -8,7 +8,10 @@
 // and stream into the learner's replay buffer; the learner updates once per transition (RLoT's one
 // update per env step), advances epsilon by the steps the workers took, and publishes new weights
 // every `dqn.publish_every` updates. Episodes in flight keep acting with older weights: DQN is
-// off-policy, so no staleness bound.
+// off-policy, so no staleness bound. A failed episode is trained on when it is a policy failure
+// its env scored (its failing decision terminal, with the env's failure reward, as RLoT's); any
+// other failure is dropped and replaced, and every failure is counted by reason
+// (rollout/failure_kind.h).
 //
 // Checkpoints hold the learner as in the single-process trainer; a resumed run continues from
 // the saved learner (episodes in flight at the crash are simply run again). Unlike the
@@ -19,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +68,10 @@ class DistributedDqnTrainer {
   // Weight publications and failed episodes of the last Run.
   int64_t publications() const { return publications_; }
   int64_t failed_episodes() const { return failed_episodes_; }
+  // Failed episodes left out of replay (every failure but a scored policy failure, which is
+  // trained on: rollout/failure_kind.h), and every failed episode by reason ("format_error").
+  int64_t dropped_failures() const { return dropped_failures_; }
+  const std::map<std::string, int64_t>& failures() const { return failures_; }
   // Episodes dropped because a transition was malformed (wrong state size, action out of
   // range, non-finite value); the run goes on without them.
   int64_t malformed_episodes() const { return malformed_episodes_; }
@@ -79,6 +87,8 @@ class DistributedDqnTrainer {
   std::unique_ptr<rollout::EnvRegistry> registry_;
   int64_t publications_ = 0;
   int64_t failed_episodes_ = 0;
+  int64_t dropped_failures_ = 0;
+  std::map<std::string, int64_t> failures_;
   int64_t malformed_episodes_ = 0;
   uint64_t last_version_ = 0;
   std::chrono::milliseconds idle_timeout_{120000};

@@ -34,6 +34,11 @@ void DqnEpisodeLog::EndEpisode(double episode_return, int64_t steps) {
   ++episodes_;
 }
 
+void DqnEpisodeLog::AddFailure(const std::string& reason, bool trained) {
+  ++failures_[reason];
+  if (trained) ++failures_trained_;
+}
+
 double DqnEpisodeLog::RecentMeanReturn() const {
   if (recent_.empty()) return 0;
   return std::accumulate(recent_.begin(), recent_.end(), 0.0) / static_cast<double>(recent_.size());
@@ -59,7 +64,13 @@ Status DqnEpisodeLog::Flush(MetricsWriter& metrics, const DqnLearner& learner, i
     s.push_back({std::string("actions/") + BlockName(static_cast<int>(a)),
                  static_cast<double>(histogram_[a])});
   }
+  for (const auto& [reason, n] : failures_) {
+    s.push_back({"failures/" + reason, static_cast<double>(n)});
+  }
+  if (!failures_.empty()) s.push_back({"failures/trained", static_cast<double>(failures_trained_)});
   ALLOT_RETURN_IF_ERROR(metrics.Log(episode, s));
+  failures_.clear();
+  failures_trained_ = 0;
   histogram_.fill(0);
   q_ = td_ = loss_ = prm_ = return_ = 0;
   updates_ = steps_ = prm_steps_ = episodes_ = 0;
