@@ -54,9 +54,10 @@ Result<double> ActionCentricReward::Compute(const RewardInput& input) const {
   Result<ToolStep> step = ParseToolStep(input.response, config_);
   // Eq. 7: the gate is 1 only for a well-formed step of the reference's phase.
   if (!step.ok() || step->terminal != reference->terminal) return 0.0;
-  const size_t cap = static_cast<size_t>(config_.max_action_chars);
-  std::string_view a = step->action, b = reference->action;
-  return GestaltSimilarity(a.substr(0, cap), b.substr(0, cap));  // Eq. 8
+  const size_t cap = static_cast<size_t>(config_.max_action_chars);  // characters, as in Eq. 8
+  const std::u32string a = DecodeCodePoints(step->action), b = DecodeCodePoints(reference->action);
+  return GestaltSimilarity(std::u32string_view(a).substr(0, cap),
+                           std::u32string_view(b).substr(0, cap));  // Eq. 8
 }
 
 }  // namespace allot::rewards

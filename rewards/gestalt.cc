@@ -1,5 +1,8 @@
 #include "rewards/gestalt.h"
 
+#include <utf8proc.h>
+
+#include <algorithm>
 #include <vector>
 
 namespace allot::rewards {
@@ -12,7 +15,7 @@ struct Block {
 // Longest common block of a[alo,ahi) and b[blo,bhi). Rows scan `a` in increasing order and a
 // block only replaces the best when strictly longer, so ties go to the earliest start in `a`
 // and then in `b`, as in difflib.
-Block LongestMatch(std::string_view a, std::string_view b, size_t alo, size_t ahi, size_t blo,
+Block LongestMatch(std::u32string_view a, std::u32string_view b, size_t alo, size_t ahi, size_t blo,
                    size_t bhi, std::vector<size_t>& prev, std::vector<size_t>& cur) {
   Block best{alo, blo, 0};
   const size_t width = bhi - blo;
@@ -31,7 +34,27 @@ Block LongestMatch(std::string_view a, std::string_view b, size_t alo, size_t ah
 
 }  // namespace
 
-size_t GestaltMatches(std::string_view a, std::string_view b) {
+std::u32string DecodeCodePoints(std::string_view text) {
+  std::u32string out;
+  out.reserve(text.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
+  while (left > 0) {
+    utf8proc_int32_t cp = 0;
+    utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
+    if (n <= 0) {
+      out.push_back(static_cast<char32_t>(0x110000 + *p));
+      n = 1;
+    } else {
+      out.push_back(static_cast<char32_t>(cp));
+    }
+    p += n;
+    left -= n;
+  }
+  return out;
+}
+
+size_t GestaltMatches(std::u32string_view a, std::u32string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   size_t matches = 0;
   struct Range {
@@ -51,10 +74,18 @@ size_t GestaltMatches(std::string_view a, std::string_view b) {
   return matches;
 }
 
-double GestaltSimilarity(std::string_view a, std::string_view b) {
+size_t GestaltMatches(std::string_view a, std::string_view b) {
+  return GestaltMatches(DecodeCodePoints(a), DecodeCodePoints(b));
+}
+
+double GestaltSimilarity(std::u32string_view a, std::u32string_view b) {
   const size_t total = a.size() + b.size();
   if (total == 0) return 1.0;
   return 2.0 * static_cast<double>(GestaltMatches(a, b)) / static_cast<double>(total);
+}
+
+double GestaltSimilarity(std::string_view a, std::string_view b) {
+  return GestaltSimilarity(DecodeCodePoints(a), DecodeCodePoints(b));
 }
 
 }  // namespace allot::rewards

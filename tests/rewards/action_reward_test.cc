@@ -34,6 +34,41 @@ TEST(GestaltTest, MatchesDifflib) {
   EXPECT_DOUBLE_EQ(GestaltSimilarity("same", "same"), 1.0);
 }
 
+// difflib compares str, that is code points; the byte ratios differ (0.75, 0.8, 0.889).
+TEST(GestaltTest, ComparesCodePointsNotBytes) {
+  struct Case {
+    const char* a;
+    const char* b;
+    size_t matches;
+    double ratio;
+  } cases[] = {
+      {"h\u00e9llo w\u00f6rld", "hello world", 9, 0.8181818181818182},
+      {"ab\u20ac", "a\u20acb", 2, 0.6666666666666666},
+      {"x = \u00aba\u00bb", "x = \u00abb\u00bb", 6, 0.8571428571428571},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(GestaltMatches(c.a, c.b), c.matches) << c.a << " | " << c.b;
+    EXPECT_DOUBLE_EQ(GestaltSimilarity(c.a, c.b), c.ratio) << c.a << " | " << c.b;
+  }
+  // A byte that is not UTF-8 is a character of its own and matches only itself.
+  EXPECT_EQ(DecodeCodePoints("a\xff\xc3").size(), 3u);
+  EXPECT_EQ(GestaltMatches("a\xff", "a\xfe"), 1u);
+  EXPECT_DOUBLE_EQ(GestaltSimilarity("\xff", "\xff"), 1.0);
+}
+
+// max_action_chars counts characters: three bytes would be "a\u00e9" on both sides (ratio 1).
+TEST(ActionRewardTest, ActionCapCountsCharacters) {
+  ActionRewardConfig config;
+  config.max_action_chars = 3;
+  ActionCentricReward reward(config);
+  RewardInput in;
+  in.reference_step = "<think>t</think><code>a\u00e9b and more</code>";
+  in.response = "<think>t</think><code>a\u00e9c and more</code>";
+  Result<double> r = reward.Compute(in);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(*r, 2.0 * 2 / 6);  // "a\u00e9b" vs "a\u00e9c"
+}
+
 TEST(ActionRewardTest, ParseToolStep) {
   Result<ToolStep> s = ParseToolStep("<think>add</think>\n<code>print(1+2)</code>");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
