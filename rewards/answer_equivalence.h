@@ -3,12 +3,19 @@
 // The check runs in stages and stops at the first that decides:
 //   1. the raw strings are equal;
 //   2. the normalised strings are equal (NormalizeAnswer, answer_normalizer.h);
-//   3. structures: tuples "(1,2)" and intervals "[1,2)" compare element by element with the
-//      same brackets, sets "\{1,2\}", unions "A \cup B" and bare lists "1, 2" compare as
-//      multisets;
-//   4. equations: "x=3" vs "3" drops a variable on the left; two equations compare their
-//      right-hand sides when the left-hand sides agree, else lhs - rhs up to sign;
-//   5. plain words compare case-insensitively ("Monday" vs "monday");
+//   3. relations: "x \in S" is S; an inequality in one variable is its interval
+//      ("-1 \le x < 3" is "[-1, 3)", "x < -1 or x > 3" a union), and two inequalities in
+//      different variables differ; a labelled answer ("x = 3", "f(x) = 1", "(p, q) = (3, 2)")
+//      against a bare value is its right-hand side; two equations with the same left-hand side
+//      compare their right-hand sides;
+//   4. structures: tuples "(1,2)" and intervals "[1,2)" compare element by element with the
+//      same brackets, and so does a bare list against a tuple ("3, 2" is the pair (3, 2));
+//      sets "\{1,2\}", unions "A \cup B", bare lists "1, 2" or "x = 1 or x = 2", and
+//      "a \pm b" (the set {a+b, a-b}) compare as multisets;
+//   5. equations: two with different left-hand sides compare lhs - rhs up to sign; an equation
+//      that is not labelled ("2x = 6") never equals a value; plain words compare
+//      case-insensitively ("Monday" vs "monday"), and text with words ("5 apples and 3") is
+//      never read as a product of symbols;
 //   6. maths through GiNaC (math_expr.h): exact for rationals, relative tolerance otherwise,
 //      symbolic difference for expressions. A percentage on one side only also matches its
 //      value over 100 ("10\%" matches both "10" and "0.1").

@@ -194,6 +194,10 @@ std::string MixedNumbers(const std::string& s) {
 bool IsUnitToken(std::string_view t) {
   static const std::set<std::string_view> kSingleLetterUnits = {"m", "g", "s", "h", "l", "L",
                                                                 "K", "N", "J", "W", "V"};
+  // A compound unit: "m/s", "km/h", "m/s^2".
+  if (size_t slash = t.find('/'); slash != std::string_view::npos) {
+    return slash > 0 && IsUnitToken(t.substr(0, slash)) && IsUnitToken(t.substr(slash + 1));
+  }
   size_t letters = 0;
   while (letters < t.size() && IsAlpha(t[letters])) ++letters;
   if (letters == 0) return false;
@@ -220,7 +224,16 @@ std::string StripTrailingUnits(const std::string& s) {
     i = j;
   }
   size_t keep = tokens.size();
-  while (keep > 1 && IsUnitToken(tokens[keep - 1])) --keep;
+  for (;;) {
+    if (keep > 1 && IsUnitToken(tokens[keep - 1])) {
+      --keep;
+    } else if (keep > 2 && (tokens[keep - 1] == "^2" || tokens[keep - 1] == "^3") &&
+               IsUnitToken(tokens[keep - 2])) {
+      keep -= 2;  // "5 \text{ cm}^2": the power belongs to the unit, never to the number
+    } else {
+      break;
+    }
+  }
   if (keep == tokens.size()) return s;
   // Only when what is left ends in a number or a closing group: "5 cm", "\frac{1}{2} inch".
   std::string_view last = tokens[keep - 1];
@@ -268,12 +281,17 @@ NormalizedAnswer NormalizeAnswer(std::string_view answer) {
   NormalizedAnswer out;
   std::string s(Trim(answer));
   // Unicode first, so that later rules see LaTeX.
-  s = ReplaceAll(s, "\xE2\x88\x92", "-");       // U+2212 minus
-  s = ReplaceAll(s, "\xC3\x97", "\\times ");    // ×
-  s = ReplaceAll(s, "\xC2\xB7", "\\cdot ");     // ·
-  s = ReplaceAll(s, "\xCF\x80", "\\pi ");       // π
-  s = ReplaceAll(s, "\xE2\x88\x9A", "\\sqrt");  // √
-  s = ReplaceAll(s, "\xC2\xB0", "");            // °
+  s = ReplaceAll(s, "\xE2\x88\x92", "-");         // U+2212 minus
+  s = ReplaceAll(s, "\xC3\x97", "\\times ");      // ×
+  s = ReplaceAll(s, "\xC2\xB7", "\\cdot ");       // ·
+  s = ReplaceAll(s, "\xCF\x80", "\\pi ");         // π
+  s = ReplaceAll(s, "\xE2\x88\x9A", "\\sqrt");    // √
+  s = ReplaceAll(s, "\xC2\xB0", "");              // °
+  s = ReplaceAll(s, "\xE2\x89\xA4", "\\le ");     // ≤
+  s = ReplaceAll(s, "\xE2\x89\xA5", "\\ge ");     // ≥
+  s = ReplaceAll(s, "\xC2\xB1", "\\pm ");         // ±
+  s = ReplaceAll(s, "\xE2\x88\x9E", "\\infty ");  // ∞
+  s = ReplaceAll(s, "\xE2\x88\xAA", "\\cup ");    // ∪
   s = ReplaceAll(s, "\\$", "");
   s = ReplaceAll(s, "$", "");
   s = ReplaceAll(s, "\\(", "");
@@ -288,7 +306,30 @@ NormalizedAnswer NormalizeAnswer(std::string_view answer) {
   s = ReplaceCommand(s, "\\dfrac", "\\frac");
   s = ReplaceCommand(s, "\\tfrac", "\\frac");
   s = ReplaceCommand(s, "\\cfrac", "\\frac");
+  // One spelling for each relation: \le, \ge, <, > (inequalities compare as intervals).
+  s = ReplaceCommand(s, "\\leqslant", "\\le");
+  s = ReplaceCommand(s, "\\geqslant", "\\ge");
+  s = ReplaceCommand(s, "\\leq", "\\le");
+  s = ReplaceCommand(s, "\\geq", "\\ge");
+  s = ReplaceCommand(s, "\\lt", "<");
+  s = ReplaceCommand(s, "\\gt", ">");
+  s = ReplaceAll(s, "<=", "\\le ");
+  s = ReplaceAll(s, ">=", "\\ge ");
   s = ReplaceAll(s, "{,}", ",");
+  {  // "11,\! 111": a comma glued to the next group by a negative space separates thousands.
+    std::string t;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s.compare(i, 3, ",\\!") == 0) {
+        t += ',';
+        i += 3;
+        while (i < s.size() && s[i] == ' ') ++i;
+        --i;
+        continue;
+      }
+      t += s[i];
+    }
+    s = std::move(t);
+  }
   s = ReplaceAll(s, "\\!", "");
   s = ReplaceAll(s, "\\;", " ");
   s = ReplaceAll(s, "\\:", " ");
@@ -337,6 +378,12 @@ NormalizedAnswer NormalizeAnswer(std::string_view answer) {
     s = std::move(t);
   }
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
+  for (std::string_view word : {" percent", " per cent"}) {  // "50 \text{ percent}" is 50%
+    if (s.size() > word.size() && s.compare(s.size() - word.size(), word.size(), word) == 0) {
+      s.resize(s.size() - word.size());
+      out.percent = true;
+    }
+  }
   s = StripTrailingUnits(s);
   for (std::string_view word : {"degrees", "degree"}) {
     if (s.size() > word.size() && s.compare(s.size() - word.size(), word.size(), word) == 0) {

@@ -16,7 +16,10 @@ struct NormalizedAnswer {
 // \frac; "\frac12" -> "\frac{1}{2}", "\sqrt2" -> "\sqrt{2}"; degree signs (^\circ, °,
 // \degree); "%"; thousands separators ("1,000", "1{,}000", "1\,000"); trailing units and words
 // after a number ("5 cm", "12 dollars"); a trailing period; "(B)" -> "B"; unicode − × · π √;
-// mixed numbers "2\frac{1}{2}" -> "(2+\frac{1}{2})". Linear time on any input.
+// mixed numbers "2\frac{1}{2}" -> "(2+\frac{1}{2})"; "50 percent" as "50%"; "11,\! 111" as
+// 11111; relations spelt \le \ge < > (\leq, \geqslant, \lt, <=, ≤ ...); ± ∞ ∪ as \pm \infty
+// \cup. Units after a number include powers and quotients ("5 \text{ cm}^2", "12 m/s").
+// Linear time on any input.
 NormalizedAnswer NormalizeAnswer(std::string_view answer);
 
 }  // namespace allot::rewards

@@ -1,6 +1,8 @@
 #include "rewards/grader.h"
 
+#include <algorithm>
 #include <cctype>
+#include <vector>
 
 namespace allot::rewards {
 namespace {
@@ -59,6 +61,51 @@ std::string NormalizeFreeText(std::string_view s) {
   return out;
 }
 
+// The letter of a multiple-choice reference ("B", "(B)", "\text{(B)}"), or 0.
+char ChoiceLetter(std::string_view gold) {
+  const std::string n = NormalizeAnswer(gold).text;
+  return n.size() == 1 && n[0] >= 'A' && n[0] <= 'Z' ? n[0] : 0;
+}
+
+// Whether `s` has a comma outside brackets: "12,000" or "1, 2" is not one part of a tuple.
+bool HasTopLevelComma(std::string_view s) {
+  int depth = 0;
+  for (char c : s) {
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) return true;
+  }
+  return false;
+}
+
+// Answers boxed one part at a time ("$x = \boxed{3}$ and $y = \boxed{2}$") against a tuple,
+// set or list: the last n boxes, as the tuple "(b1, ..., bn)" or the list "b1, ..., bn" (which
+// is ordered against a tuple and unordered against a set). Only a reference of n parts can
+// match, so trying each n finds no more than the reference's own.
+constexpr size_t kMaxBoxedParts = 8;
+
+bool BoxedPartsMatch(std::string_view response, const std::string& gold,
+                     const EquivalenceOptions& options, std::string* joined_out) {
+  const std::vector<std::string> boxes = ExtractAllBoxed(response, kMaxBoxedParts);
+  for (const std::string& b : boxes) {
+    if (HasTopLevelComma(b)) return false;
+  }
+  for (size_t n = 2; n <= boxes.size(); ++n) {
+    std::string joined;
+    for (size_t k = boxes.size() - n; k < boxes.size(); ++k) {
+      if (!joined.empty()) joined += ", ";
+      joined += boxes[k];
+    }
+    for (const std::string& candidate : {"(" + joined + ")", joined}) {
+      if (AnswersEquivalent(candidate, gold, options).equivalent) {
+        *joined_out = candidate;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 std::string Quote(std::string_view s, size_t max = 200) {
   std::string out = "\"";
   out.append(s.substr(0, max));
@@ -71,12 +118,23 @@ std::string Quote(std::string_view s, size_t max = 200) {
 GradeResult Grade(std::string_view response, std::string_view reference, AnswerFormat format,
                   const GradeOptions& options) {
   GradeResult r;
-  r.pred = ExtractAnswer(response, format, options.extract);
   r.gold = ReferenceAnswer(reference, format, options.extract);
   if (!r.gold.found) {
     r.reason = "empty reference";
     return r;
   }
+  // A multiple-choice reference under the boxed format: the letter is read as the choice
+  // format reads it ("B)", "\textbf{(B)}", "The answer is B").
+  if (const char letter = format == AnswerFormat::kBoxed ? ChoiceLetter(r.gold.text) : 0) {
+    const ExtractedAnswer c = ExtractChoice(response, std::max(options.extract.max_choice, letter));
+    if (c.found) {
+      r.pred = c;
+      r.correct = c.text[0] == letter;
+      r.reason = r.correct ? "choice" : "different";
+      return r;
+    }
+  }
+  r.pred = ExtractAnswer(response, format, options.extract);
   if (!r.pred.found) {
     r.reason = "no answer extracted";
     return r;
@@ -92,6 +150,14 @@ GradeResult Grade(std::string_view response, std::string_view reference, AnswerF
       EquivalenceResult e = AnswersEquivalent(r.pred.text, r.gold.text, options.equivalence);
       r.correct = e.equivalent;
       r.reason = e.reason;
+      std::string joined;
+      if (!r.correct && r.pred.method == "boxed" &&
+          BoxedPartsMatch(response, r.gold.text, options.equivalence, &joined)) {
+        r.correct = true;
+        r.reason = "boxed parts";
+        r.pred.text = joined;
+        r.pred.method = "boxes";
+      }
       return r;
     }
     case AnswerFormat::kText:

@@ -26,7 +26,9 @@ struct GradeResult {
 
 // The reference may be a bare answer ("0.5"), a GSM8K solution ("... #### 18"), a MATH
 // solution with \boxed{}, or a choice ("(B)"); the same extractor reads it, and when nothing
-// is found the whole trimmed reference is the answer.
+// is found the whole trimmed reference is the answer. Under the boxed format, a reference that
+// is a choice letter reads the response's letter as the choice format does, and a response
+// that boxes the parts of a tuple or set one at a time is read as their tuple or list.
 GradeResult Grade(std::string_view response, std::string_view reference, AnswerFormat format,
                   const GradeOptions& options = {});
 

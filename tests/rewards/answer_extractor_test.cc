@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace allot::rewards {
 namespace {
@@ -51,6 +52,10 @@ TEST(AnswerExtractorTest, AnswerIsPhrase) {
   EXPECT_EQ(Boxed("**Answer:** 17"), "17");
   EXPECT_FALSE(ExtractAnswerIs("answers vary").found);
   EXPECT_EQ(Boxed("The answer is 1. Wait, the answer is 2."), "2");
+  // The last marker wins even inside the sentence of an earlier one (Minerva's format).
+  EXPECT_EQ(Boxed("Final Answer: The final answer is $\\frac{3}{4}$. I hope it is correct."),
+            "\\frac{3}{4}");
+  EXPECT_EQ(Boxed("The answer is 7.\nanswer:"), "7");
 }
 
 TEST(AnswerExtractorTest, Gsm8kMarker) {
@@ -109,6 +114,50 @@ TEST(AnswerExtractorTest, YesNo) {
   EXPECT_EQ(YesNo("I cannot tell"), "<none>");
 }
 
+std::string Final(std::string_view text) {
+  ExtractedAnswer a = ExtractFinalSentence(text);
+  return a.found ? a.text : "<none>";
+}
+
+TEST(AnswerExtractorTest, FinalSentenceOfProse) {
+  EXPECT_EQ(Final("3 + 4 = 7.\nSo she has 14 apples in total."), "14");
+  EXPECT_EQ(Final("We simplify. The probability is $\\frac{1}{6}$."), "\\frac{1}{6}");
+  EXPECT_EQ(Final("Therefore $(x, y) = (3, 2)$."), "(3, 2)");
+  EXPECT_EQ(Final("Adding, 40 + 30 = 70."), "70");
+  EXPECT_EQ(Final("Each costs $2.\nThe total cost is $\\$12$."), "\\$12");
+  EXPECT_EQ(Final("Work.\n\\[\n\\frac{1}{2}\n\\]"), "\\frac{1}{2}");
+  EXPECT_EQ(Final("Work.\n42"), "42");
+  // No single stated result: no answer, never a guess or a product of the words.
+  EXPECT_EQ(Final("So she has 5 apples and 3 pears."), "<none>");
+  EXPECT_EQ(Final("The roots are $2$ and $3$."), "<none>");
+  EXPECT_EQ(Final("I am not sure about 18."), "<none>");
+  EXPECT_EQ(Final("I am not sure about $18$."), "<none>");
+  EXPECT_EQ(Final("It is 14.\nLet me double-check the second step."), "<none>");
+  EXPECT_EQ(Final("Each pen costs $2 and she buys 6 pens."), "<none>");
+  // A short line that is not prose stays whole under the boxed format.
+  EXPECT_EQ(Boxed("x = 3"), "x = 3");
+  EXPECT_EQ(Boxed("She counted them again, so it is 14."), "14");
+  // Two statements, or a qualified one: no answer.
+  EXPECT_EQ(Final("So x is 3 and y is 2."), "<none>");
+  EXPECT_EQ(Final("The total is at least 14."), "<none>");
+  EXPECT_EQ(Final("So the answer cannot be 14."), "<none>");
+  EXPECT_EQ(Final("The total is 3 + 4 = 7."), "7");
+}
+
+TEST(AnswerExtractorTest, AllBoxesInOrder) {
+  EXPECT_EQ(ExtractAllBoxed("$x = \\boxed{3}$, $y = \\boxed{2}$, \\boxed{}", 8),
+            (std::vector<std::string>{"3", "2"}));
+  EXPECT_EQ(ExtractAllBoxed("\\boxed{1} \\boxed{2} \\boxed{3}", 2),
+            (std::vector<std::string>{"2", "3"}));
+  EXPECT_TRUE(ExtractAllBoxed("no boxes", 8).empty());
+}
+
+TEST(AnswerExtractorTest, AnswerIsDropsLeadIn) {
+  EXPECT_EQ(Boxed("Thus the answer is therefore 12."), "12");
+  EXPECT_EQ(Boxed("The answer is, simply, $x = 2$."), "x = 2");
+  EXPECT_EQ(Choice("The answer is clearly $\\textbf{(B)}$."), "B");
+}
+
 TEST(AnswerExtractorTest, FormatNames) {
   EXPECT_EQ(*ParseAnswerFormat("choice"), AnswerFormat::kChoice);
   EXPECT_FALSE(ParseAnswerFormat("letters").ok());
@@ -121,10 +170,14 @@ TEST(AnswerExtractorTest, HostileInputsStayLinear) {
   std::string many_boxed;
   for (int i = 0; i < 100000; ++i) many_boxed += "\\boxed{";
   std::string deep(1 << 20, '{');
-  std::string answers;
+  std::string answers, dollars, prose;
   for (int i = 0; i < 60000; ++i) answers += "answer is answer: ";
+  for (int i = 0; i < 100000; ++i) {
+    dollars += "$a \\( ";
+    prose += "so it is 1 and ";
+  }
   auto start = std::chrono::steady_clock::now();
-  for (const std::string* s : {&many_boxed, &deep, &answers}) {
+  for (const std::string* s : {&many_boxed, &deep, &answers, &dollars, &prose}) {
     for (AnswerFormat f : {AnswerFormat::kBoxed, AnswerFormat::kNumber, AnswerFormat::kChoice,
                            AnswerFormat::kYesNo}) {
       ExtractedAnswer a = ExtractAnswer(*s, f, {.last_number_fallback = true});
