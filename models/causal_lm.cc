@@ -695,6 +695,29 @@ Status CausalLMImpl::AttachLora(const LoraSpec& spec, const std::vector<std::str
   return Status::Ok();
 }
 
+Status CausalLMImpl::SetLora(const LoraSpec& spec, const std::vector<std::string>& target_kinds,
+                             const std::vector<at::Tensor>& tensors) {
+  if (spec.r <= 0) return InvalidArgument("lora.r must be positive");
+  ALLOT_ASSIGN_OR_RETURN(std::vector<std::string> kinds, ResolveTargetModules(target_kinds));
+  size_t sites = 0;
+  for (const auto& site : sites_) {
+    sites += std::find(kinds.begin(), kinds.end(), site.kind) != kinds.end() ? 1 : 0;
+  }
+  if (tensors.size() != 2 * sites) {
+    return InvalidArgument("LoRA adapter: " + std::to_string(tensors.size()) + " tensors for " +
+                           std::to_string(sites) + " adapted projections");
+  }
+  DetachLora();
+  for (auto& p : parameters()) p.set_requires_grad(false);
+  size_t i = 0;
+  for (auto& site : sites_) {
+    if (std::find(kinds.begin(), kinds.end(), site.kind) == kinds.end()) continue;
+    site.linear->SetLora(spec, tensors[i], tensors[i + 1]);
+    i += 2;
+  }
+  return Status::Ok();
+}
+
 void CausalLMImpl::DetachLora() {
   for (auto& site : sites_) site.linear->DetachLora();
 }

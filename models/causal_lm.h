@@ -155,6 +155,11 @@ class CausalLMImpl : public torch::nn::Module {
   // every base parameter is frozen. lora_A is drawn from a generator seeded with `seed`.
   Status AttachLora(const LoraSpec& spec, const std::vector<std::string>& target_kinds,
                     uint64_t seed = 0);
+  // Attaches an adapter made of `tensors` (LoraParameters() order: A then B of each projection
+  // whose kind is in `target_kinds`), sharing their storage: a learner that trains one adapter
+  // per role swaps them in and out (LoraLinearImpl::SetLora). Base parameters are frozen.
+  Status SetLora(const LoraSpec& spec, const std::vector<std::string>& target_kinds,
+                 const std::vector<at::Tensor>& tensors);
   void DetachLora();
   // Folds the adapter into the base weights (W += s B A) and removes it, e.g. before serving.
   void MergeLora();

@@ -142,6 +142,18 @@ void LoraLinearImpl::AttachLora(const LoraSpec& spec, at::Generator* generator) 
   lora_enabled_ = true;
 }
 
+void LoraLinearImpl::SetLora(const LoraSpec& spec, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.dim() == 2 && a.size(0) == spec.r && a.size(1) == in_features_,
+              "LoRA A must be [r, in]");
+  TORCH_CHECK(b.dim() == 2 && b.size(0) == out_features_ && b.size(1) == spec.r,
+              "LoRA B must be [out, r]");
+  DetachLora();
+  spec_ = spec;
+  lora_A = register_parameter("lora_A", a);
+  lora_B = register_parameter("lora_B", b);
+  lora_enabled_ = true;
+}
+
 void LoraLinearImpl::DetachLora() {
   if (!has_lora()) return;
   // Module has no unregister: rebuild the parameter dict without the adapter.

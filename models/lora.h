@@ -33,6 +33,10 @@ class LoraLinearImpl : public torch::nn::Module {
   // Adds an adapter: A uniform in +-1/sqrt(in) (PEFT's kaiming_uniform with a = sqrt(5)) drawn
   // from `generator` when given, B = 0, so the adapted layer starts equal to the base layer.
   void AttachLora(const LoraSpec& spec, at::Generator* generator = nullptr);
+  // Attaches `a` [r, in] and `b` [out, r] (float32) as the adapter, sharing their storage, so
+  // that a caller holding several adapters (one per role, R2-Reasoner Sec. 4.3) swaps them in
+  // and out without copies and each keeps its own optimizer state.
+  void SetLora(const LoraSpec& spec, const at::Tensor& a, const at::Tensor& b);
   void DetachLora();
   bool has_lora() const { return lora_A.defined(); }
   const LoraSpec& lora_spec() const { return spec_; }

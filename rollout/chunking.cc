@@ -140,6 +140,13 @@ std::vector<v1::PolicyChunk> ChunkPolicy(const PolicySnapshot& policy, size_t ch
     c.set_sha256(digest);
     c.set_adapter_name(policy.adapter_name);
     c.set_adapter_uri(policy.adapter_uri);
+    for (const envs::runtime::RoleAdapter& a : policy.role_adapters) {
+      v1::RoleAdapter* r = c.add_role_adapters();
+      r->set_role(a.role);
+      r->set_adapter_name(a.adapter_name);
+      r->set_version(a.version);
+      r->set_adapter_uri(a.adapter_uri);
+    }
   }
   return chunks;
 }
@@ -187,6 +194,12 @@ Result<std::shared_ptr<const PolicySnapshot>> PolicyAssembler::Add(const v1::Pol
   snap->bytes = std::move(bytes_);
   snap->adapter_name = c.adapter_name();
   snap->adapter_uri = c.adapter_uri();
+  for (const v1::RoleAdapter& r : c.role_adapters()) {
+    snap->role_adapters.push_back({.role = r.role(),
+                                   .adapter_name = r.adapter_name(),
+                                   .version = r.version(),
+                                   .adapter_uri = r.adapter_uri()});
+  }
   bytes_.clear();
   return std::shared_ptr<const PolicySnapshot>(std::move(snap));
 }

@@ -30,6 +30,8 @@ struct PolicySnapshot {
   std::string bytes;  // POLICY_KIND_QNET_WEIGHTS
   std::string adapter_name;
   std::string adapter_uri;
+  // POLICY_KIND_LORA_ADAPTER with one adapter per role (PolicyChunk.role_adapters).
+  std::vector<envs::runtime::RoleAdapter> role_adapters;
 };
 
 // What an env sees of one episode.

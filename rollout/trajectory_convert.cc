@@ -224,6 +224,7 @@ std::shared_ptr<const rt::PolicySnapshot> ToRuntimePolicy(const PolicySnapshot& 
   out->bytes = p.bytes;
   out->adapter_name = p.adapter_name;
   out->adapter_uri = p.adapter_uri;
+  out->role_adapters = p.role_adapters;
   return out;
 }
 

@@ -128,6 +128,24 @@ Status ValidatePolicyChunk(const v1::PolicyChunk& c, int64_t max_policy_bytes,
       return InvalidArgument("policy.adapter_uri: empty for a LoRA adapter");
     if (c.total_bytes() != 0)
       return InvalidArgument("policy.total_bytes: a LoRA adapter carries no bytes");
+  } else if (c.role_adapters_size() > 0) {
+    return InvalidArgument("policy.role_adapters: only a LoRA adapter policy has role adapters");
+  }
+  if (c.role_adapters_size() > 16) {
+    return InvalidArgument("policy.role_adapters: " + std::to_string(c.role_adapters_size()) +
+                           " entries, at most 16");
+  }
+  for (const v1::RoleAdapter& r : c.role_adapters()) {
+    if (r.role().empty() || r.role().size() > 64) {
+      return InvalidArgument("policy.role_adapters.role: must be 1-64 bytes");
+    }
+    if (r.adapter_name().empty() || r.adapter_name().size() > kMaxIdBytes) {
+      return InvalidArgument("policy.role_adapters[" + r.role() +
+                             "].adapter_name: must be 1-128 bytes");
+    }
+    if (r.adapter_uri().size() > 4096) {
+      return TooLong("policy.role_adapters.adapter_uri", r.adapter_uri().size(), 4096);
+    }
   }
   return Status::Ok();
 }

@@ -18,6 +18,15 @@
 namespace allot::envs::runtime {
 
 // The policy the host holds when the episode starts. Immutable; an episode keeps its snapshot.
+// One role's adapter in a policy of several (R2-Reasoner Sec. 4.3: the decomposer and the
+// allocator are two LoRA adapters, updated one at a time).
+struct RoleAdapter {
+  std::string role;          // the segments' source tag, "<role>@<endpoint>"
+  std::string adapter_name;  // served as this model name
+  uint64_t version = 0;      // the policy version it was published at
+  std::string adapter_uri;
+};
+
 struct PolicySnapshot {
   enum class Kind { kNone, kQnetWeights, kLoraAdapter };
   uint64_t version = 0;
@@ -25,6 +34,16 @@ struct PolicySnapshot {
   std::string bytes;  // kQnetWeights: safetensors of the navigator
   std::string adapter_name;
   std::string adapter_uri;
+  // kLoraAdapter with one adapter per role; empty: adapter_name serves every turn.
+  std::vector<RoleAdapter> role_adapters;
+
+  // The role's adapter, or null when the policy has none for it.
+  const RoleAdapter* AdapterOf(const std::string& role) const {
+    for (const RoleAdapter& a : role_adapters) {
+      if (a.role == role) return &a;
+    }
+    return nullptr;
+  }
 };
 
 // How the policy endpoint samples (0 / empty = the env's default).

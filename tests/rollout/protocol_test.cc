@@ -187,6 +187,37 @@ TEST(ChunkingTest, PolicyRoundTripAndChecksum) {
   EXPECT_NE(tiny.Add(chunks[0]).status().message().find("max_policy_bytes"), std::string::npos);
 }
 
+// A policy of one LoRA adapter per role (R2-Reasoner's decomposer and allocator) reaches the
+// worker with every role's served name and version.
+TEST(ChunkingTest, RoleAdaptersTravelWithALoraPolicy) {
+  PolicySnapshot p;
+  p.version = 5;
+  p.kind = v1::POLICY_KIND_LORA_ADAPTER;
+  p.adapter_name = "run-allocator-v5";
+  p.adapter_uri = "/runs/run/adapters/allocator/v5";
+  p.role_adapters = {{"decomposer", "run-decomposer-v3", 3, "/runs/run/adapters/decomposer/v3"},
+                     {"allocator", "run-allocator-v5", 5, "/runs/run/adapters/allocator/v5"}};
+  auto chunks = ChunkPolicy(p, 8192);
+  ASSERT_EQ(chunks.size(), 1u);
+  PolicyAssembler a(1 << 20, 8192);
+  auto got = a.Add(chunks[0]);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_NE(*got, nullptr);
+  ASSERT_EQ((*got)->role_adapters.size(), 2u);
+  EXPECT_EQ((*got)->role_adapters[0].role, "decomposer");
+  EXPECT_EQ((*got)->role_adapters[0].adapter_name, "run-decomposer-v3");
+  EXPECT_EQ((*got)->role_adapters[0].version, 3u);
+  EXPECT_EQ((*got)->role_adapters[1].adapter_uri, "/runs/run/adapters/allocator/v5");
+
+  v1::PolicyChunk bad = chunks[0];
+  bad.mutable_role_adapters(0)->set_adapter_name("");
+  EXPECT_NE(ValidatePolicyChunk(bad, 1 << 20, 8192).message().find("decomposer"),
+            std::string::npos);
+  bad = chunks[0];
+  bad.set_kind(v1::POLICY_KIND_QNET_WEIGHTS);
+  EXPECT_FALSE(ValidatePolicyChunk(bad, 1 << 20, 8192).ok());
+}
+
 TEST(SecurityTest, LoopbackDetection) {
   EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:50051"));
   EXPECT_TRUE(IsLoopbackAddress("127.1.2.3:1"));

@@ -1,11 +1,29 @@
-// Alternating GRPO (R2-Reasoner Sec. 4.3): the role schedule, the role tags, and that the
-// frozen role's segments carry no loss and no gradient while the active role's do.
+// Alternating GRPO (R2-Reasoner Sec. 4.3): the role schedule, the role tags, that the frozen
+// role's segments carry no loss and no gradient while the active role's do, and that each role
+// is an adapter of its own: a phase trains and publishes the active role's alone, the idle one
+// keeps its bytes, and checkpoints keep both adapters and both optimizers.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/checkpoint_store.h"
+#include "llm/serve/server.h"
+#include "models/causal_lm.h"
+#include "models/cpu_threads.h"
+#include "tests/llm/serve/serve_fixture.h"
+#include "tests/models/tiny_model.h"
+#include "tests/trainer/tag_env.h"
 #include "trainer/grpo/alternation.h"
+#include "trainer/grpo/grpo_trainer.h"
 #include "trainer/grpo/policy_loss.h"
+#include "trainer/grpo/policy_update.h"
+#include "trainer/grpo/role_adapters.h"
 #include "trainer/grpo/rollout_batch.h"
+#include "trainer/optim/optimizer_state.h"
 
 namespace allot::trainer::grpo {
 namespace {
@@ -132,6 +150,239 @@ TEST(GrpoAlternationTest, UntaggedPolicySegmentsAreFrozenToo) {
   v1::Trajectory r2 = R2Trajectory();
   FreezeInactiveRoles(r2, "allocator");
   EXPECT_EQ(r2.failure().reason(), v1::FAILURE_REASON_NONE);
+}
+
+TEST(GrpoAlternationTest, ValidationNamesBadRolesAndAdapterCounts) {
+  AlternationConfig c;
+  c.enabled = true;
+  EXPECT_TRUE(ValidateAlternation(c).ok());
+  c.adapters.resize(1);
+  Status s = ValidateAlternation(c);
+  EXPECT_NE(s.message().find("grpo.alternation.adapters: 1 adapters for 2 roles"),
+            std::string::npos)
+      << s.message();
+  c.adapters.resize(2);
+  EXPECT_TRUE(ValidateAlternation(c).ok());
+  c.roles = {"decomposer", "decomposer"};
+  EXPECT_NE(ValidateAlternation(c).message().find("listed twice"), std::string::npos);
+  c.roles = {"decomposer", "alloc@x"};
+  EXPECT_NE(ValidateAlternation(c).message().find("'alloc@x'"), std::string::npos);
+}
+
+std::vector<at::Tensor> Copy(const RoleAdapters::Adapter& a) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : a.tensors) out.push_back(t.detach().clone());
+  return out;
+}
+
+bool Same(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].sizes().equals(b[i].sizes()) || !torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+GrpoConfig TwoAdapterConfig() {
+  GrpoConfig g;
+  g.lr = 1e-2;
+  g.alternation.enabled = true;
+  models::LoraConfig d;
+  d.r = 4;
+  d.lora_alpha = 8.0;
+  d.lora_dropout = 0.0;
+  models::LoraConfig a = d;
+  a.r = 8;  // Table 7's ranks differ by role (32 and 64)
+  a.lora_alpha = 16.0;
+  g.alternation.adapters = {d, a};
+  return g;
+}
+
+// R2-Reasoner Sec. 4.3: "one module's parameters are updated while the other remains fixed".
+// With the one shared adapter of before, every decomposer update moved the allocator too.
+TEST(GrpoRoleAdaptersTest, AnUpdateMovesOnlyTheActiveRolesAdapter) {
+  const std::string dir =
+      models::testing::WriteTinyModel(models::testing::MakeTempDir("grpo_role_adapters"));
+  auto model = models::CausalLMImpl::Load(dir);
+  ASSERT_TRUE(model.ok());
+  auto roles = RoleAdapters::Create(**model, TwoAdapterConfig(), nullptr);
+  ASSERT_TRUE(roles.ok()) << roles.status().message();
+  const RoleAdapters::Adapter* decomposer = (*roles)->Find("decomposer");
+  const RoleAdapters::Adapter* allocator = (*roles)->Find("allocator");
+  ASSERT_NE(decomposer, nullptr);
+  ASSERT_NE(allocator, nullptr);
+  EXPECT_EQ(decomposer->spec.r, 4);
+  EXPECT_EQ(allocator->spec.r, 8);
+  EXPECT_EQ((*roles)->active(), "decomposer");
+
+  auto train = [&](const std::string& role) {
+    v1::Trajectory t = R2Trajectory();
+    FreezeInactiveRoles(t, role);
+    Result<RolloutBatch> batch = BuildRolloutBatch({Sample{&t, 1.0, {}, 1.0}});
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    auto active = (*roles)->Activate(role);
+    ASSERT_TRUE(active.ok());
+    // The model computes with the role's own tensors, not copies of them.
+    const std::vector<at::Tensor> attached = (*model)->LoraParameters();
+    ASSERT_EQ(attached.size(), (*active)->tensors.size());
+    EXPECT_TRUE(attached[0].is_same((*active)->tensors[0]));
+    UpdateOptions uo;
+    uo.lr = 1e-2;
+    StepMetrics m;
+    ASSERT_TRUE(UpdatePolicy(**model, *(*active)->optimizer, *batch, uo, &m).ok());
+    EXPECT_GT(m.trained_tokens, 0.0);
+  };
+
+  const std::vector<at::Tensor> d0 = Copy(*decomposer), a0 = Copy(*allocator);
+  train("decomposer");
+  const std::vector<at::Tensor> d1 = Copy(*decomposer), a1 = Copy(*allocator);
+  EXPECT_FALSE(Same(d0, d1));  // the decomposer learned
+  EXPECT_TRUE(Same(a0, a1));   // the allocator stayed fixed, bit for bit
+  train("allocator");
+  EXPECT_TRUE(Same(d1, Copy(*decomposer)));
+  EXPECT_FALSE(Same(a1, Copy(*allocator)));
+  EXPECT_EQ((*model)->linear_sites()[0].linear->lora_spec().r, 8);
+}
+
+class ServedTinyModel {
+ public:
+  ServedTinyModel() {
+    model_dir_ = llm::serve::testing::WriteServableTinyModel("grpo_roles_tiny", 7);
+    llm::serve::ServeConfig c;
+    c.model = model_dir_;
+    c.served_model_name = "tiny";
+    c.port = 0;
+    c.threads = 1;
+    c.max_batch = 1;
+    auto s = llm::serve::Server::Create(c);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(*s);
+    EXPECT_TRUE(server_->Start().ok());
+  }
+  ~ServedTinyModel() { server_->Stop(); }
+  std::string url() const { return server_->url(); }
+  const std::string& model_dir() const { return model_dir_; }
+
+ private:
+  std::string model_dir_;
+  std::unique_ptr<llm::serve::Server> server_;
+};
+
+GrpoRunOptions RoleRunOptions(const ServedTinyModel& served, const std::string& run_dir) {
+  GrpoRunOptions o;
+  o.grpo = TwoAdapterConfig();
+  o.grpo.alternation.switch_every = 2;
+  o.grpo.group_size = 4;
+  o.grpo.prompts_per_step = 2;
+  o.grpo.grad_accum = 1;
+  o.grpo.max_tokens = 8;
+  o.grpo.temperature = 1.0;
+  o.grpo.loss_aggregation = "token_mean";
+  o.grpo.sync_timeout_s = 10;
+  o.grpo.rollout_timeout_s = 60;
+  o.total_steps = 4;
+  o.checkpoint_every = 2;
+  o.seed = 5;
+  o.model_dir = served.model_dir();
+  o.env = testing::kTagEnvName;
+  nlohmann::json env = nlohmann::json::parse(testing::TagEnvConfig(served.url(), "tiny"));
+  env["roles"] = {"decomposer", "allocator"};
+  o.env_config = env.dump();
+  o.prompts = {R"({"prompt": "<question_level>L"})"};
+  o.run_dir = run_dir;
+  o.checkpoint_dir = run_dir + "/checkpoints";
+  o.rollout.in_process_workers = 2;
+  o.rollout.worker.capacity = 16;
+  o.rollout.worker.threads = 8;
+  llm::EndpointConfig ep;
+  ep.name = "policy";
+  ep.base_url = served.url();
+  ep.model = "tiny";
+  ep.limits.deadline_s = 30;
+  o.endpoints = {ep};
+  return o;
+}
+
+std::string Bytes(const std::string& path) {
+  std::string out;
+  EXPECT_TRUE(ReadFile(path, &out).ok()) << path;
+  return out;
+}
+
+// Two phases of two steps: the decomposer trains at versions 2-3 while the allocator keeps v1,
+// then the allocator at 4-5 while the decomposer keeps v3. Each role publishes only the versions
+// it trained, under its own name and rank, and the idle role's adapter keeps its bytes through
+// the other's phase. A learner resumed from the last checkpoint holds both adapters and both
+// optimizers as they were.
+TEST(GrpoRoleAdaptersIntegrationTest, ThePhaseTrainsAndPublishesTheActiveRoleOnly) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  ServedTinyModel served;
+  const std::string run = models::testing::MakeTempDir("grpo_roles_run");
+  auto trainer = GrpoTrainer::Create(RoleRunOptions(served, run));
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  auto summary = (*trainer)->Run(nullptr, nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  ASSERT_EQ(summary->policy_version, 5u);
+
+  namespace fs = std::filesystem;
+  const std::string published = run + "/adapters";
+  auto versions = [&](const std::string& role) {
+    std::vector<int> out;
+    for (int v = 1; v <= 5; ++v) {
+      if (fs::exists(published + "/" + role + "/v" + std::to_string(v))) out.push_back(v);
+    }
+    return out;
+  };
+  EXPECT_EQ(versions("decomposer"), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(versions("allocator"), (std::vector<int>{1, 4, 5}));
+  EXPECT_FALSE(fs::exists(published + "/v1"));  // no shared adapter
+
+  const std::string weights = "adapter_model.safetensors";
+  auto served_file = [&](const std::string& role, int v) {
+    return Bytes(published + "/" + role + "/v" + std::to_string(v) + "/" + weights);
+  };
+  auto checkpoint_file = [&](int64_t step, const std::string& role) {
+    return Bytes(run + "/checkpoints/" + CheckpointStore::StepDirName(step) + "/adapters/" + role +
+                 "/" + weights);
+  };
+  // The idle role's bytes are identical before and after the other's phase.
+  EXPECT_EQ(checkpoint_file(2, "allocator"), served_file("allocator", 1));
+  EXPECT_EQ(checkpoint_file(4, "decomposer"), checkpoint_file(2, "decomposer"));
+  EXPECT_EQ(checkpoint_file(4, "decomposer"), served_file("decomposer", 3));
+  EXPECT_EQ(checkpoint_file(4, "allocator"), served_file("allocator", 5));
+  // And the active role's moved.
+  EXPECT_NE(served_file("decomposer", 3), served_file("decomposer", 1));
+  EXPECT_NE(served_file("allocator", 5), served_file("allocator", 1));
+  // Each with its own rank.
+  auto rank = [&](const std::string& role) {
+    return nlohmann::json::parse(Bytes(published + "/" + role + "/v1/adapter_config.json"))
+        .value("r", 0);
+  };
+  EXPECT_EQ(rank("decomposer"), 4);
+  EXPECT_EQ(rank("allocator"), 8);
+
+  auto resumed = GrpoTrainer::Create(RoleRunOptions(served, run));
+  ASSERT_TRUE(resumed.ok());
+  auto at = (*resumed)->Resume();
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  EXPECT_EQ(*at, 4);
+  const RoleAdapters* done = (*trainer)->role_adapters();
+  const RoleAdapters* back = (*resumed)->role_adapters();
+  ASSERT_NE(done, nullptr);
+  ASSERT_NE(back, nullptr);
+  for (const std::string role : {"decomposer", "allocator"}) {
+    const RoleAdapters::Adapter* a = done->Find(role);
+    const RoleAdapters::Adapter* b = back->Find(role);
+    EXPECT_EQ(a->version, b->version) << role;
+    EXPECT_TRUE(Same(Copy(*a), Copy(*b))) << role;
+    auto sa = SerializeAdamWState(*a->optimizer, 4);
+    auto sb = SerializeAdamWState(*b->optimizer, 4);
+    ASSERT_TRUE(sa.ok() && sb.ok());
+    EXPECT_EQ(*sa, *sb) << role;
+  }
+  EXPECT_EQ(back->Find("decomposer")->version, 3u);
+  EXPECT_EQ(back->Find("allocator")->version, 5u);
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "llm/client.h"
 #include "models/tokenizer/byte_tokenizer.h"
 
@@ -11,10 +15,12 @@ namespace {
 
 class TagEnv : public rollout::Env {
  public:
-  TagEnv(std::unique_ptr<llm::Client> client, std::string base_model, std::string prefix)
+  TagEnv(std::unique_ptr<llm::Client> client, std::string base_model, std::string prefix,
+         std::vector<std::string> roles)
       : client_(std::move(client)),
         base_model_(std::move(base_model)),
-        prefix_(std::move(prefix)) {}
+        prefix_(std::move(prefix)),
+        roles_(std::move(roles)) {}
 
   Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override {
     const v1::EpisodeRequest& req = *ctx.request;
@@ -28,6 +34,7 @@ class TagEnv : public rollout::Env {
                                    ? item.value("prompt", std::string("<question_level>L"))
                                    : std::string("<question_level>L");
     ALLOT_ASSIGN_OR_RETURN(std::vector<int32_t> prompt_ids, tokenizer_.Encode(prompt));
+    if (!roles_.empty()) return RunRoles(ctx, std::move(t), prompt_ids);
 
     llm::CompletionRequest cr;
     cr.model = ctx.policy != nullptr && !ctx.policy->adapter_name.empty() ? ctx.policy->adapter_name
@@ -85,6 +92,60 @@ class TagEnv : public rollout::Env {
   }
 
  private:
+  // One turn per role, in order, each sampled from the role's own adapter (the snapshot's
+  // role_adapters) and reading the turns before it; segments tagged "<role>@policy".
+  Result<v1::Trajectory> RunRoles(const rollout::EpisodeContext& ctx, v1::Trajectory t,
+                                  const std::vector<int32_t>& prompt_ids) {
+    const v1::EpisodeRequest& req = *ctx.request;
+    auto* p = t.add_segments();
+    p->set_role(v1::SEGMENT_ROLE_PROMPT);
+    for (int32_t id : prompt_ids) p->add_ids(static_cast<uint32_t>(id));
+    std::vector<int32_t> context = prompt_ids;
+    static const std::string kAlphabet = "<question_level>/L1234";
+    double hits = 0.0, n = 0.0;
+    for (const std::string& role : roles_) {
+      const envs::runtime::RoleAdapter* adapter = nullptr;
+      if (ctx.policy != nullptr) {
+        for (const auto& a : ctx.policy->role_adapters) {
+          if (a.role == role) adapter = &a;
+        }
+      }
+      llm::CompletionRequest cr;
+      cr.model = adapter != nullptr ? adapter->adapter_name : base_model_;
+      cr.prompt_token_ids.assign(context.begin(), context.end());
+      cr.params.max_tokens = req.sampling().max_tokens() > 0 ? req.sampling().max_tokens() : 8;
+      cr.params.temperature = req.sampling().temperature();
+      cr.params.seed = static_cast<int64_t>(req.sampling().seed());
+      cr.params.logprobs = 0;
+      cr.params.return_token_ids = true;
+      auto done = client_->Complete("policy", cr).get();
+      if (!done.ok() || done->choices.empty()) {
+        t.mutable_failure()->set_reason(v1::FAILURE_REASON_ENDPOINT_ERROR);
+        t.mutable_failure()->set_message(done.ok() ? "no choices" : done.status().message());
+        return t;
+      }
+      const llm::Choice& choice = done->choices[0];
+      auto* s = t.add_segments();
+      s->set_role(v1::SEGMENT_ROLE_POLICY);
+      s->set_trainable(true);
+      s->set_source(role + "@policy");
+      s->set_policy_version(
+          adapter != nullptr && done->model == adapter->adapter_name ? adapter->version : 0);
+      for (size_t k = 0; k < choice.token_ids.size(); ++k) {
+        s->add_ids(static_cast<uint32_t>(choice.token_ids[k]));
+        s->add_logprobs(k < choice.logprobs.size() ? static_cast<float>(choice.logprobs[k].logprob)
+                                                   : 0.0f);
+        context.push_back(static_cast<int32_t>(choice.token_ids[k]));
+        const int64_t id = choice.token_ids[k];
+        if (id < 256 && kAlphabet.find(static_cast<char>(id)) != std::string::npos) hits += 1.0;
+        n += 1.0;
+      }
+    }
+    t.set_reward(hits / std::max(n, 1.0));
+    t.set_policy_version(ctx.policy != nullptr ? ctx.policy->version : 0);
+    return t;
+  }
+
   uint64_t VersionOf(const std::string& model) const {
     const std::string head = prefix_ + "-v";
     if (model.rfind(head, 0) != 0) return 0;
@@ -98,6 +159,7 @@ class TagEnv : public rollout::Env {
   std::unique_ptr<llm::Client> client_;
   std::string base_model_;
   std::string prefix_;
+  std::vector<std::string> roles_;  // empty: one policy turn
   models::ByteTokenizer tokenizer_;
 };
 
@@ -120,9 +182,10 @@ void RegisterTagEnv(rollout::EnvRegistry& registry) {
         ep.base_url = j.at("base_url").get<std::string>();
         ep.model = j.value("base_model", std::string());
         ALLOT_ASSIGN_OR_RETURN(auto client, llm::Client::Create({ep}));
-        return std::unique_ptr<rollout::Env>(new TagEnv(std::move(client),
-                                                        j.value("base_model", std::string()),
-                                                        j.value("prefix", std::string("policy"))));
+        return std::unique_ptr<rollout::Env>(
+            new TagEnv(std::move(client), j.value("base_model", std::string()),
+                       j.value("prefix", std::string("policy")),
+                       j.value("roles", std::vector<std::string>())));
       });
 }
 

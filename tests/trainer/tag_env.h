@@ -8,7 +8,10 @@
 // reward = tag_alphabet. The policy segment records the adapter version the endpoint answered
 // with (its versioned model name), as the learner's proof of delivery expects.
 //
-// env_config (JSON): {"base_url": "...", "base_model": "...", "prefix": "policy"}.
+// env_config (JSON): {"base_url": "...", "base_model": "...", "prefix": "policy"}, and with
+// "roles": ["decomposer", "allocator"] one turn per role instead, each from the role's own
+// adapter (PolicySnapshot::role_adapters), tagged "<role>@policy" as envs/r2 tags its turns,
+// rewarded with the tag_alphabet share of both turns (alternating GRPO tests).
 #pragma once
 
 #include <memory>

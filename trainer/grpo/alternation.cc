@@ -25,6 +25,23 @@ Status ValidateAlternation(const AlternationConfig& config) {
     return InvalidArgument("grpo.alternation.lr: " + std::to_string(config.lr.size()) +
                            " rates for " + std::to_string(config.roles.size()) + " roles");
   }
+  if (!config.adapters.empty() && config.adapters.size() != config.roles.size()) {
+    return InvalidArgument("grpo.alternation.adapters: " + std::to_string(config.adapters.size()) +
+                           " adapters for " + std::to_string(config.roles.size()) + " roles");
+  }
+  for (size_t i = 0; i < config.roles.size(); ++i) {
+    const std::string& role = config.roles[i];
+    // A role names its adapter's served name and directory, and tags segments "<role>@...".
+    if (role.empty() || role.size() > 64 || role.find_first_of("@/") != std::string::npos) {
+      return InvalidArgument("grpo.alternation.roles: '" + role +
+                             "' is not a role name (1-64 bytes, no '@' or '/')");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (config.roles[j] == role) {
+        return InvalidArgument("grpo.alternation.roles: '" + role + "' is listed twice");
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -1,8 +1,10 @@
-// Alternating GRPO over the roles of one policy (R2-Reasoner Sec. 4.3): the Task Decomposer is
+// Alternating GRPO over the roles of a policy (R2-Reasoner Sec. 4.3): the Task Decomposer is
 // trained with the Subtask Allocator frozen, then the reverse, switching every
-// `grpo.alternation.switch_every` steps. "Frozen" means the inactive role's policy segments are
-// context only: they carry no loss and so no gradient, while the whole trajectory's reward
-// still sets the group-relative advantage of the active role's tokens.
+// `grpo.alternation.switch_every` steps. Each role is its own LoRA adapter (role_adapters.h):
+// only the active role's adapter is attached during the update and published after it, so the
+// frozen role's weights do not move. Its policy segments are context only: they carry no loss,
+// while the whole trajectory's reward still sets the group-relative advantage of the active
+// role's tokens.
 //
 // An env tags a policy segment with its role in TokenSegment.source as "<role>@<endpoint>"
 // (envs/r2 does). A trainable segment of no role listed in the config is frozen as well: in an
@@ -26,7 +28,9 @@ std::string ActiveRole(const AlternationConfig& config, int64_t step);
 // Unchanged when alternation is off, alternation.lr is empty or grpo.lr is 0.
 double RoleLearningRate(const GrpoConfig& grpo, int64_t step, double scheduled);
 
-// InvalidArgument when alternation.lr is neither empty nor one per role, or roles is empty.
+// InvalidArgument when roles is empty or repeats a role, a role is not a plain name (empty,
+// longer than 64 bytes, or holding '@' or '/'), or alternation.lr or alternation.adapters is
+// neither empty nor one per role.
 Status ValidateAlternation(const AlternationConfig& config);
 
 // Whether `segment` was tagged with `role` ("<role>" or "<role>@...").

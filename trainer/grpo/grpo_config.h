@@ -13,8 +13,10 @@
 
 namespace allot::trainer {
 
-// Alternating GRPO over the roles of one policy (R2-Reasoner Sec. 4.3; grpo/alternation.h): only
-// the active role's policy segments carry loss. The paper gives no switching period.
+// Alternating GRPO over the roles of a policy (R2-Reasoner Sec. 4.3; grpo/alternation.h): each
+// role is its own LoRA adapter (grpo/role_adapters.h), and in a phase only the active role's
+// adapter is trained and published while the others stay fixed. The paper gives no switching
+// period.
 struct AlternationConfig {
   bool enabled = false;
   std::vector<std::string> roles = {"decomposer", "allocator"};
@@ -22,6 +24,10 @@ struct AlternationConfig {
   // Learning rate of each role, in `roles` order (R2-Reasoner Table 7: 1e-4 decomposer,
   // 1.5e-4 allocator); empty = grpo.lr for every role. grpo.lr_schedule shapes each alike.
   std::vector<double> lr;
+  // Each role's adapter, in `roles` order: rank, scale and cold start (init_from) of its own
+  // (Table 7: rank 32 decomposer, 64 allocator, each from its SFT). Empty: every role gets an
+  // adapter of its own made from grpo.lora.
+  std::vector<models::LoraConfig> adapters;
 
   void Describe(config::Visitor& v) {
     v.Field("enabled", enabled, {.doc = "train one role at a time, the others frozen"});
@@ -29,6 +35,9 @@ struct AlternationConfig {
             {.doc = "roles in training order, as tagged in segment sources (<role>@endpoint)"});
     v.Field("switch_every", switch_every, {.doc = "K: steps before the next role", .min = 1.0});
     v.Field("lr", lr, {.doc = "learning rate per role, in roles order (empty: grpo.lr)"});
+    v.Field("adapters", adapters,
+            {.doc = "each role's LoRA adapter (r, lora_alpha, init_from, ...), in roles order "
+                    "(empty: one adapter per role from grpo.lora)"});
   }
 };
 

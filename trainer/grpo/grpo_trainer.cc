@@ -30,6 +30,7 @@
 #include "trainer/grpo/overlong_shaping.h"
 #include "trainer/grpo/policy_loss.h"
 #include "trainer/grpo/policy_update.h"
+#include "trainer/grpo/role_adapters.h"
 #include "trainer/grpo/rollout_batch.h"
 #include "trainer/grpo/step_batch.h"
 #include "trainer/optim/adamw.h"
@@ -57,6 +58,9 @@ struct GrpoTrainer::State {
   // The KL term's reference policy when the run starts from an adapter (lora.init_from): that
   // adapter's weights. Empty: the base model (a fresh adapter, B = 0, starts there).
   std::vector<at::Tensor> reference_lora;
+  // grpo.alternation: one adapter per role, each with its own optimizer, version and served name
+  // (R2-Reasoner Sec. 4.3); `optimizer`, `reference_lora` and `publisher`'s versions are unused.
+  std::unique_ptr<RoleAdapters> roles;
 };
 
 namespace {
@@ -114,6 +118,7 @@ GrpoTrainer::~GrpoTrainer() = default;
 int64_t GrpoTrainer::step() const { return s_->step; }
 uint64_t GrpoTrainer::policy_version() const { return s_->version; }
 models::CausalLMImpl& GrpoTrainer::policy() { return *s_->model; }
+const RoleAdapters* GrpoTrainer::role_adapters() const { return s_->roles.get(); }
 double GrpoTrainer::LearningRateAt(int64_t step) const { return s_->schedule->LrAt(step); }
 
 Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options) {
@@ -145,19 +150,23 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
 
   ALLOT_ASSIGN_OR_RETURN(auto model, models::CausalLMImpl::Load(options.model_dir, options.load));
   st->model = models::CausalLM(model);
-  ALLOT_RETURN_IF_ERROR(models::ApplyLoraConfig(*st->model, g.lora).Annotate("grpo"));
-  if (options.comm != nullptr && options.comm->distributed()) {
-    // Every rank starts from rank 0's adapter (the base weights come from the same files).
-    ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(st->model->LoraParameters()));
-  }
-  // Taken before a resume restores the trained adapter: the reference stays the starting point.
-  if (!g.lora.init_from.empty() && g.kl_coef > 0.0) {
-    for (const at::Tensor& p : st->model->LoraParameters()) {
-      st->reference_lora.push_back(p.detach().clone());
-    }
-  }
   const OptimConfig optim = GrpoOptimConfig(g);
-  ALLOT_ASSIGN_OR_RETURN(st->optimizer, MakeAdamW(optim, LoraNamed(*st->model)));
+  if (g.alternation.enabled) {
+    ALLOT_ASSIGN_OR_RETURN(st->roles, RoleAdapters::Create(*st->model, g, options.comm));
+  } else {
+    ALLOT_RETURN_IF_ERROR(models::ApplyLoraConfig(*st->model, g.lora).Annotate("grpo"));
+    if (options.comm != nullptr && options.comm->distributed()) {
+      // Every rank starts from rank 0's adapter (the base weights come from the same files).
+      ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(st->model->LoraParameters()));
+    }
+    // Taken before a resume restores the trained adapter: the reference stays the starting point.
+    if (!g.lora.init_from.empty() && g.kl_coef > 0.0) {
+      for (const at::Tensor& p : st->model->LoraParameters()) {
+        st->reference_lora.push_back(p.detach().clone());
+      }
+    }
+    ALLOT_ASSIGN_OR_RETURN(st->optimizer, MakeAdamW(optim, LoraNamed(*st->model)));
+  }
   auto schedule = LrSchedule::Create(optim, options.total_steps);
   if (!schedule.ok()) {
     return InvalidArgument("grpo.lr_schedule / grpo.warmup_ratio: " + schedule.status().message());
@@ -178,6 +187,7 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   po.timeout_s = g.sync_timeout_s;
   po.retries = g.sync_retries;
   st->publisher = std::make_unique<AdapterPublisher>(st->client.get(), po);
+  if (st->roles != nullptr) st->roles->SetPublishers(st->client.get(), po);
   st->nonce = std::to_string(std::random_device{}());
   st->options = std::move(options);
   return std::unique_ptr<GrpoTrainer>(new GrpoTrainer(std::move(st)));
@@ -189,14 +199,19 @@ Result<int64_t> GrpoTrainer::Resume() {
   std::vector<std::string> skipped;
   ALLOT_ASSIGN_OR_RETURN(CheckpointInfo info, store.LoadLatest(&skipped));
   for (const auto& line : skipped) spdlog::warn("grpo resume: {}", line);
-  ALLOT_RETURN_IF_ERROR(models::LoadAdapter(*s_->model, info.path + "/adapter").status());
-  // LoadAdapter installs new LoRA tensors: the optimizer must point at them.
-  ALLOT_ASSIGN_OR_RETURN(s_->optimizer,
-                         MakeAdamW(GrpoOptimConfig(s_->options.grpo), LoraNamed(*s_->model)));
-  std::string opt;
-  const std::string opt_path = info.path + "/" + kOptimizerFile;
-  ALLOT_RETURN_IF_ERROR(ReadFile(opt_path, &opt));
-  ALLOT_ASSIGN_OR_RETURN(int64_t schedule_step, RestoreAdamWState(*s_->optimizer, opt, opt_path));
+  int64_t schedule_step = 0;
+  if (s_->roles != nullptr) {
+    ALLOT_ASSIGN_OR_RETURN(schedule_step, s_->roles->Load(info.path));
+  } else {
+    ALLOT_RETURN_IF_ERROR(models::LoadAdapter(*s_->model, info.path + "/adapter").status());
+    // LoadAdapter installs new LoRA tensors: the optimizer must point at them.
+    ALLOT_ASSIGN_OR_RETURN(s_->optimizer,
+                           MakeAdamW(GrpoOptimConfig(s_->options.grpo), LoraNamed(*s_->model)));
+    std::string opt;
+    const std::string opt_path = info.path + "/" + kOptimizerFile;
+    ALLOT_RETURN_IF_ERROR(ReadFile(opt_path, &opt));
+    ALLOT_ASSIGN_OR_RETURN(schedule_step, RestoreAdamWState(*s_->optimizer, opt, opt_path));
+  }
   std::ifstream f(info.path + "/state.json");
   const auto j = nlohmann::json::parse(f, nullptr, false);
   if (j.is_discarded() || !j.contains("step")) {
@@ -232,9 +247,13 @@ Status SaveCheckpoint(GrpoTrainer::State& s, int64_t ledger_open) {
   if (s.options.checkpoint_dir.empty()) return Status::Ok();
   CheckpointStore store(s.options.checkpoint_dir, s.options.keep_last);
   auto saved = store.Save(s.step, [&](const std::string& dir) -> Status {
-    ALLOT_RETURN_IF_ERROR(models::SaveAdapter(*s.model, dir + "/adapter", s.options.model_dir));
-    ALLOT_ASSIGN_OR_RETURN(std::string opt, SerializeAdamWState(*s.optimizer, s.step));
-    ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kOptimizerFile, opt));
+    if (s.roles != nullptr) {
+      ALLOT_RETURN_IF_ERROR(s.roles->Save(dir, s.options.model_dir, s.step));
+    } else {
+      ALLOT_RETURN_IF_ERROR(models::SaveAdapter(*s.model, dir + "/adapter", s.options.model_dir));
+      ALLOT_ASSIGN_OR_RETURN(std::string opt, SerializeAdamWState(*s.optimizer, s.step));
+      ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kOptimizerFile, opt));
+    }
     nlohmann::json j = {
         {"step", s.step},     {"ledger_open", ledger_open},    {"policy_version", s.version},
         {"cursor", s.cursor}, {"lambda", s.lagrange.lambda()}, {"seed", s.options.seed}};
@@ -248,6 +267,14 @@ struct Group {
   int64_t cursor = 0;  // its draw from the prompt list: the order groups are trained in
   std::vector<rollout::FinishedEpisode> episodes;
 };
+
+// The version a step's trainable segments should come from: the policy's, or with one adapter
+// per role the active role's (after FreezeInactiveRoles its segments are the only trainable ones).
+uint64_t CurrentVersion(const GrpoTrainer::State& s) {
+  if (s.roles == nullptr) return s.version;
+  const RoleAdapters::Adapter* a = s.roles->Find(ActiveRole(s.options.grpo.alternation, s.step));
+  return a != nullptr ? a->version : s.version;
+}
 
 comm::Communicator* DataParallel(const GrpoTrainer::State& s) {
   return s.options.comm != nullptr && s.options.comm->distributed() ? s.options.comm : nullptr;
@@ -281,6 +308,14 @@ Status TrainShard(GrpoTrainer::State& s, const std::vector<Sample>& samples, dou
       .dropout_seed = SplitMix(s.options.seed ^ SplitMix(static_cast<uint64_t>(s.step + 0x5EED))),
       .comm = comm,
       .reference_lora = s.reference_lora.empty() ? nullptr : &s.reference_lora};
+  if (s.roles != nullptr) {
+    // R2-Reasoner Sec. 4.3: only the active role's adapter is attached, so the update reaches
+    // its tensors and optimizer alone; the other roles' adapters stay as they are.
+    ALLOT_ASSIGN_OR_RETURN(RoleAdapters::Adapter * a,
+                           s.roles->Activate(ActiveRole(g.alternation, s.step)));
+    uo.reference_lora = a->reference.empty() ? nullptr : &a->reference;
+    return UpdatePolicy(*s.model, *a->optimizer, batch, uo, m);
+  }
   return UpdatePolicy(*s.model, *s.optimizer, batch, uo, m);
 }
 
@@ -370,18 +405,29 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     }
   } shutdown{dispatcher.get(), &servers};
 
-  auto publish = [&](uint64_t version) -> Status {
-    ALLOT_RETURN_IF_ERROR(s.publisher->Publish(*s.model, version));
+  // `all`: with one adapter per role, every role's (a run's first publication, or a resumed
+  // run's); else only the active role's, the one adapter the step changed (R2-Reasoner Sec. 4.3).
+  auto publish = [&](uint64_t version, bool all) -> Status {
     rollout::PolicySnapshot snap;
     snap.version = version;
     snap.kind = v1::POLICY_KIND_LORA_ADAPTER;
-    snap.adapter_name = s.publisher->AdapterName(version);
-    snap.adapter_uri = s.publisher->AdapterDir(version);
+    if (s.roles != nullptr) {
+      ALLOT_RETURN_IF_ERROR(all ? s.roles->PublishAll(version) : s.roles->PublishActive(version));
+      s.roles->FillSnapshot(snap);
+    } else {
+      ALLOT_RETURN_IF_ERROR(s.publisher->Publish(*s.model, version));
+      snap.adapter_name = s.publisher->AdapterName(version);
+      snap.adapter_uri = s.publisher->AdapterDir(version);
+    }
     ALLOT_RETURN_IF_ERROR(dispatcher->PublishPolicy(std::move(snap)));
     // Every episode of earlier steps has been collected, but a worker may start an episode
     // before the new snapshot reaches it: keep the versions within max_policy_lag.
     const uint64_t lag = static_cast<uint64_t>(std::max(g.max_policy_lag, 0));
-    if (version > lag) s.publisher->UnloadBelow(version - lag);
+    if (version > lag && s.roles != nullptr) {
+      s.roles->UnloadActiveBelow(version - lag);
+    } else if (version > lag) {
+      s.publisher->UnloadBelow(version - lag);
+    }
     return Status::Ok();
   };
   // Version 1 is the initial adapter; a resumed run loads its version again (the endpoint may
@@ -391,10 +437,12 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
   if (s.version == 0) s.version = 1;
   if (s.step > 0) {
     s.publisher->AdoptServed();
+    if (s.roles != nullptr) s.roles->AdoptServed();
   } else {
     s.publisher->UnloadStale();
+    if (s.roles != nullptr) s.roles->UnloadStale();
   }
-  ALLOT_RETURN_IF_ERROR(publish(s.version));
+  ALLOT_RETURN_IF_ERROR(publish(s.version, /*all=*/true));
 
   const int64_t group_size = g.group_size;
   std::map<std::string, int64_t> group_cursor;
@@ -481,7 +529,7 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
           if (m.failed == 1) m.first_failure = t.failure().message();
           continue;
         }
-        const int64_t lag = PolicyLag(t, s.version);
+        const int64_t lag = PolicyLag(t, CurrentVersion(s));
         m.staleness_sum += static_cast<double>(lag);
         m.staleness_max = std::max<double>(m.staleness_max, static_cast<double>(lag));
         if (lag > g.max_policy_lag && g.stale_policy == "drop") {
@@ -583,7 +631,7 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       // ---- Sync: a new adapter version, proven served.
       const auto t_sync = Clock::now();
       s.version += 1;
-      ALLOT_RETURN_IF_ERROR(publish(s.version));
+      ALLOT_RETURN_IF_ERROR(publish(s.version, /*all=*/false));
       m.sync_s = std::chrono::duration<double>(Clock::now() - t_sync).count();
     }
     m.step_s = std::chrono::duration<double>(Clock::now() - t_step).count();

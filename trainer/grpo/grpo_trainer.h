@@ -51,6 +51,8 @@ class Communicator;
 
 namespace allot::trainer::grpo {
 
+class RoleAdapters;
+
 struct GrpoRunOptions {
   GrpoConfig grpo;
   int64_t total_steps = 100;
@@ -100,6 +102,8 @@ class GrpoTrainer {
   int64_t step() const;
   uint64_t policy_version() const;
   models::CausalLMImpl& policy();
+  // With grpo.alternation, each role's own adapter (role_adapters.h); null otherwise.
+  const RoleAdapters* role_adapters() const;
   // The learning rate of step `step` (0-based): trainer/optim's schedule over total_steps with
   // the grpo section's lr, lr_schedule and warmup_ratio (GrpoOptimConfig).
   double LearningRateAt(int64_t step) const;
