@@ -297,16 +297,22 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
 
   auto ev = std::make_shared<EvalArgs>();
   CLI::App* eval = app.add_subcommand(
-      "eval", "Run the trained navigator greedily with RLoT's self-consistency voting");
+      "eval",
+      "Evaluate a run's policy, or baselines, on its recipe's eval data and print a table: "
+      "rlot and chain: the DQN navigator (self-consistency voting over trails); rlot also "
+      "direct, CoT or fixed block sequences; coger: the router, fixed levels L1..L4 and random "
+      "routing; r2: the decomposer + allocator against each pool model; deeptool: "
+      "tool-integrated episodes; atlas: the orchestrator and the integrator");
   eval->add_option("run", ev->run, "run name, run directory, checkpoint or weights file")
       ->required();
   eval->add_option("--output-dir", ev->output_dir, "where run directories live");
   eval->add_option("-c,--config", ev->config, "config for the env (default: the run's own)");
   eval->add_option("--episodes", ev->options.episodes, "problems")->check(CLI::PositiveNumber);
-  eval->add_option("--trails", ev->options.trails, "trails voted per problem (RLoT: 3)")
+  eval->add_option("--trails", ev->options.trails, "rlot: trails voted per problem (RLoT: 3)")
       ->check(CLI::PositiveNumber);
-  eval->add_option("--epsilon", ev->options.epsilon, "0 = greedy")->check(CLI::Range(0.0, 1.0));
-  eval->add_option("--seed", ev->options.seed, "seed for epsilon trails");
+  eval->add_option("--epsilon", ev->options.epsilon, "rlot: navigator epsilon, 0 = greedy")
+      ->check(CLI::Range(0.0, 1.0));
+  eval->add_option("--seed", ev->options.seed, "seed for sampled trails and random routing");
   eval->add_option("--json", ev->json, "also write the report as JSON here");
   eval->add_option("--set", ev->overrides,
                    "dotted override of the env's config, e.g. --set env.rlot.llm_endpoint=t2");
