@@ -185,6 +185,24 @@ TEST_F(ExportTest, ReadsACheckpointWithAPeftAdapterDirectory) {
   EXPECT_LT((LogProbs(**merged) - LogProbs(*trained_)).abs().max().item<double>(), 1e-4);
 }
 
+// Alternating GRPO's checkpoints hold one adapter per role (adapters/<role>/): the checkpoint
+// names them, and each exports as a policy of its own.
+TEST_F(ExportTest, ACheckpointOfRoleAdaptersNamesThemAndEachExports) {
+  const std::string ckpt = MakeTempDir("export_roles_ckpt");
+  ASSERT_TRUE(models::SaveAdapter(*trained_, ckpt + "/adapters/decomposer", base_).ok());
+  ASSERT_TRUE(models::SaveAdapter(*trained_, ckpt + "/adapters/allocator", base_).ok());
+  auto info = ReadPolicyCheckpoint(ckpt);
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.status().message().find("adapters/allocator"), std::string::npos)
+      << info.status().message();
+  EXPECT_NE(info.status().message().find("adapters/decomposer"), std::string::npos);
+  const std::string out = MakeTempDir("export_roles_merged");
+  ASSERT_TRUE(ExportPolicy(ckpt + "/adapters/allocator", {.format = "merged", .out = out}).ok());
+  auto merged = models::CausalLMImpl::Load(out);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_LT((LogProbs(**merged) - LogProbs(*trained_)).abs().max().item<double>(), 1e-4);
+}
+
 TEST_F(ExportTest, ErrorsNameWhatIsMissing) {
   const std::string empty = MakeTempDir("export_empty");
   auto none = ResolvePolicyCheckpoint(empty);

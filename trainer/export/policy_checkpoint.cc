@@ -80,6 +80,17 @@ Result<PolicyCheckpointInfo> ReadPolicyCheckpoint(const std::string& checkpoint_
   }
   std::string text;
   if (Status s = ReadFile(path, &text); !s.ok()) {
+    // Alternating GRPO (R2-Reasoner Sec. 4.3) keeps one adapter per role: each is a policy.
+    std::string roles;
+    for (const auto& e : fs::directory_iterator(fs::path(checkpoint_dir) / "adapters", ec)) {
+      if (fs::exists(e.path() / "adapter_config.json", ec)) {
+        roles += (roles.empty() ? "" : ", ") + e.path().string();
+      }
+    }
+    if (!roles.empty()) {
+      return NotFound(checkpoint_dir +
+                      ": holds one adapter per role, not one policy; export one of " + roles);
+    }
     return NotFound(path + ": no policy in this checkpoint (" + s.message() +
                     "; nor a PEFT adapter/ directory)");
   }
