@@ -17,11 +17,11 @@ namespace {
 Trajectory Sample() {
   Trajectory t;
   t.policy_version = 4;
-  t.segments.push_back({SegmentRole::kPrompt, false, {1, 2}, {}, 0, 1, "router"});
+  t.segments.push_back({SegmentRole::kPrompt, false, {1, 2}, {}, 0, 1, 0, "router"});
   t.segments.push_back(
-      {SegmentRole::kPolicy, true, {3, 4, 5}, {-0.1f, -0.2f, -0.3f}, 4, 1, "router"});
-  t.segments.push_back({SegmentRole::kOtherModel, false, {6}, {}, 0, 2, "large"});
-  t.segments.push_back({SegmentRole::kEnv, false, {7}, {}, 0, 2, "env"});
+      {SegmentRole::kPolicy, true, {3, 4, 5}, {-0.1f, -0.2f, -0.3f}, 4, 1, 0, "router"});
+  t.segments.push_back({SegmentRole::kOtherModel, false, {6}, {}, 0, 2, 0, "large"});
+  t.segments.push_back({SegmentRole::kEnv, false, {7}, {}, 0, 2, 0, "env"});
   t.SetReward("format", 1.0);
   t.SetReward("accuracy", 0.0);
   t.SetReward("format", 0.5);  // replaces, keeps the order
