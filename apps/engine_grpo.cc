@@ -73,6 +73,19 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
   if (!c.truncated_is) {
     no_effect("truncated_is_cap", "while grpo.truncated_is is false");
   }
+  // R2-Reasoner Sec. 4.3: with alternation.adapters each role's adapter is its own entry.
+  if (c.alternation.enabled && !c.alternation.adapters.empty()) {
+    no_effect("lora", "while grpo.alternation.adapters gives each role its own adapter");
+  }
+  if (!c.alternation.enabled) {
+    if (const config::ConfigNode* a = set("alternation"); a != nullptr) {
+      if (const config::ConfigNode* n = a->Find("adapters"); n != nullptr) {
+        errors += "\n  " + n->origin().ToString() +
+                  ": grpo.alternation.adapters has no effect while grpo.alternation.enabled is "
+                  "false";
+      }
+    }
+  }
   if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
   return Status::Ok();
 }

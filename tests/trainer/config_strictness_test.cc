@@ -166,5 +166,29 @@ TEST_F(ConfigStrictnessIntegrationTest, WorkerSetWithoutARecipeIsRefused) {
   EXPECT_TRUE(Has(a, "--set rollout.worker.threads=4 needs -c/--config")) << a.output;
 }
 
+// R2-Reasoner Sec. 4.3: with grpo.alternation.adapters each role's LoRA is its own entry, so
+// grpo.lora beside them, or adapters without alternation, does nothing and is refused.
+TEST_F(ConfigStrictnessIntegrationTest, PerRoleAdaptersLeaveGrpoLoraWithoutEffect) {
+  const std::string roles = Write(dir_ + "/roles.yaml",
+                                  "trainer:\n  algorithm: grpo\ngrpo:\n  group_size: 4\n"
+                                  "  alternation:\n    enabled: true\n"
+                                  "    adapters:\n      - {r: 32}\n      - {r: 64}\n");
+  auto a = Allot("train -c " + roles + Out() + " --set grpo.lora.r=8");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "--set grpo.lora")) << a.output;
+  EXPECT_TRUE(Has(a, "grpo.lora has no effect while grpo.alternation.adapters gives each role "
+                     "its own adapter"))
+      << a.output;
+  auto b = Allot("train -c " + roles + Out() + " --set grpo.alternation.enabled=false");
+  EXPECT_EQ(b.code, 1) << b.output;
+  EXPECT_TRUE(Has(b, "roles.yaml:")) << b.output;
+  EXPECT_TRUE(Has(b, "grpo.alternation.adapters has no effect while grpo.alternation.enabled is "
+                     "false"))
+      << b.output;
+  EXPECT_FALSE(fs::exists(runs_));
+  auto c = Allot("train -c " + roles + Out());
+  EXPECT_FALSE(Has(c, "has no effect")) << c.output;
+}
+
 }  // namespace
 }  // namespace allot::trainer
