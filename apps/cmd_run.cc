@@ -329,7 +329,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--adapter", ev->adapter,
                    "coger: route with this LoRA adapter of the router endpoint (a trained "
                    "router, e.g. my-run-v40: the last version the grpo run 'my-run' published); "
-                   "r2: decompose and allocate with this LoRA adapter of the policy endpoint; "
+                   "r2: decompose and allocate with this LoRA adapter of the policy endpoint, "
+                   "or with one per role: decomposer=NAME,allocator=NAME; "
                    "deeptool: write the steps with this LoRA adapter of the policy endpoint");
   eval->callback([=] { *exit_code = Eval(*ev); });
 

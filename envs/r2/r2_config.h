@@ -68,9 +68,11 @@ struct ReviewConfig {
 };
 
 struct R2Settings {
-  // Both roles are one policy (one base model and adapter) in one conversation: the allocator
-  // reads the decomposition it assigns. Segments carry their role in `source`
-  // ("decomposer@<endpoint>", "allocator@<endpoint>") for the alternating learner (Sec. 4.3).
+  // Both roles are served by this endpoint on one base model, in one conversation: the
+  // allocator reads the decomposition it assigns. Each role samples from its own adapter when
+  // the policy snapshot names one per role (the alternating learner trains two, Sec. 4.3), else
+  // both from the snapshot's adapter. Segments carry their role in `source`
+  // ("decomposer@<endpoint>", "allocator@<endpoint>") for the alternating learner.
   std::string policy_endpoint = "router";
   int64_t decomposer_max_tokens = 1024;
   int64_t allocator_max_tokens = 512;

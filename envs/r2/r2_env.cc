@@ -418,11 +418,23 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
   if (sp.top_k > 0) po.top_k = sp.top_k;
   if (sp.seed != 0) po.seed = static_cast<int64_t>(sp.seed);
   po.stop = sp.stop;
-  if (input.policy != nullptr &&
-      input.policy->kind == runtime::PolicySnapshot::Kind::kLoraAdapter) {
-    po.model = input.policy->adapter_name;
-  }
-  po.policy_version = input.policy_version();
+  const bool lora = input.policy != nullptr &&
+                    input.policy->kind == runtime::PolicySnapshot::Kind::kLoraAdapter;
+  // Each role samples from its own adapter when the learner trains one per role (Sec. 4.3: two
+  // models, one updated while the other stays fixed); else both share the policy's adapter.
+  auto sample_as = [&](const char* role) -> Status {
+    po.model = lora ? input.policy->adapter_name : std::string();
+    po.policy_version = input.policy_version();
+    if (!lora || input.policy->role_adapters.empty()) return Status::Ok();
+    const runtime::RoleAdapter* a = input.policy->AdapterOf(role);
+    if (a == nullptr) {
+      return InvalidArgument("r2: policy version " + std::to_string(input.policy_version()) +
+                             " has no adapter for the " + role + " role");
+    }
+    po.model = a->adapter_name;
+    po.policy_version = a->version;
+    return Status::Ok();
+  };
 
   // (1) Task decomposition (Sec. 4.1).
   Result<std::string> prompt = runtime::RenderTemplate(
@@ -430,6 +442,8 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
   if (!prompt.ok()) return finish(prompt.status(), FailureReason::kEnvError);
   Status st = ep.AppendText(conv, SegmentRole::kPrompt, *prompt);
   if (!st.ok()) return finish(st, FailureReason::kEndpointError);
+  st = sample_as(kDecomposerRole);
+  if (!st.ok()) return finish(st, FailureReason::kEnvError);
   po.max_tokens = sp.max_tokens > 0 ? sp.max_tokens : s.decomposer_max_tokens;
   Result<runtime::Turn> decomposed = ep.Generate(conv, po);
   if (!decomposed.ok()) return finish(decomposed.status(), FailureReason::kEndpointError);
@@ -466,6 +480,8 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
   if (!alloc_prompt.ok()) return finish(alloc_prompt.status(), FailureReason::kEnvError);
   st = ep.AppendText(conv, SegmentRole::kEnv, *alloc_prompt);
   if (!st.ok()) return finish(st, FailureReason::kEndpointError);
+  st = sample_as(kAllocatorRole);
+  if (!st.ok()) return finish(st, FailureReason::kEnvError);
   po.max_tokens = sp.max_tokens > 0 ? sp.max_tokens : s.allocator_max_tokens;
   Result<runtime::Turn> allocated = ep.Generate(conv, po);
   if (!allocated.ok()) return finish(allocated.status(), FailureReason::kEndpointError);

@@ -42,6 +42,41 @@ void Tally(R2ItemOutcome out, R2MethodResult& r) {
   r.items.push_back(std::move(out));
 }
 
+}  // namespace
+
+Result<std::shared_ptr<runtime::PolicySnapshot>> EvalPolicy(const std::string& adapter) {
+  if (adapter.empty()) return std::shared_ptr<runtime::PolicySnapshot>();
+  auto p = std::make_shared<runtime::PolicySnapshot>();
+  p->kind = runtime::PolicySnapshot::Kind::kLoraAdapter;
+  if (adapter.find('=') == std::string::npos) {
+    p->adapter_name = adapter;
+    return p;
+  }
+  // One adapter per role (Sec. 4.3; the alternating learner's "<run>-<role>-v<N>").
+  std::stringstream ss(adapter);
+  for (std::string pair; std::getline(ss, pair, ',');) {
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) {
+      return InvalidArgument("--adapter '" + adapter + "': '" + pair +
+                             "' is not ROLE=NAME (one adapter: NAME; one per role: " +
+                             kDecomposerRole + "=NAME," + kAllocatorRole + "=NAME)");
+    }
+    p->role_adapters.push_back({.role = pair.substr(0, eq),
+                                .adapter_name = pair.substr(eq + 1),
+                                .version = 0,
+                                .adapter_uri = ""});
+  }
+  for (const char* role : {kDecomposerRole, kAllocatorRole}) {
+    if (p->AdapterOf(role) == nullptr) {
+      return InvalidArgument("--adapter '" + adapter + "': no adapter for the " + role + " role");
+    }
+  }
+  p->adapter_name = p->AdapterOf(kDecomposerRole)->adapter_name;
+  return p;
+}
+
+namespace {
+
 // One task decomposed by the policy and every subtask executed on `tier` (no allocator): what
 // the pool can do on the decompositions whatever the allocation.
 Status RunDecomposed(const R2Env& env, const std::string& item_json, const std::string& tier,
@@ -146,6 +181,8 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
   R2EnvConfig c = config;
   c.rewards.terms = {{"accuracy", 1.0}};  // graded on final correctness alone (Eq. 1)
   ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<R2Env> env, R2Env::Create(c));
+  ALLOT_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::PolicySnapshot> policy,
+                         EvalPolicy(options.adapter));
   std::vector<std::string> methods = options.methods;
   if (methods.empty()) {
     methods = {"allocator"};
@@ -178,12 +215,7 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
         in.episode_id = "eval-" + std::to_string(i);
         in.dataset_item = item_json;
         in.sampling.temperature = 0.0;  // greedy decomposition and allocation at inference
-        if (!options.adapter.empty()) {
-          auto p = std::make_shared<runtime::PolicySnapshot>();
-          p->kind = runtime::PolicySnapshot::Kind::kLoraAdapter;
-          p->adapter_name = options.adapter;
-          in.policy = p;
-        }
+        in.policy = policy;
         Result<runtime::Trajectory> t = env->Run(in);
         if (!t.ok()) return t.status();
         r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -210,8 +242,9 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
           for (std::string m; std::getline(ss, m, ',');) ++r.subtasks_per_model[m];
         }
       } else if (method.rfind(kDecomposedPrefix, 0) == 0) {
-        ALLOT_RETURN_IF_ERROR(RunDecomposed(
-            *env, item_json, method.substr(kDecomposedPrefix.size()), options.adapter, out, r));
+        ALLOT_RETURN_IF_ERROR(RunDecomposed(*env, item_json,
+                                            method.substr(kDecomposedPrefix.size()),
+                                            policy == nullptr ? "" : policy->adapter_name, out, r));
         r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
       } else {
         out.models = method;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "envs/datasets/example.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/r2/r2_config.h"
+#include "envs/runtime/env.h"
 
 namespace allot::envs::r2 {
 
@@ -26,8 +28,14 @@ struct R2EvalOptions {
   // empty = the allocator and every pool model.
   std::vector<std::string> methods;
   int64_t limit = 0;    // first N examples; 0 = all
-  std::string adapter;  // the policy's LoRA adapter on its endpoint ("" = base model)
+  // The policy's LoRA adapter on its endpoint ("" = base model): NAME for both roles, or
+  // "decomposer=NAME,allocator=NAME", one per role (what alternating GRPO trains, Sec. 4.3).
+  std::string adapter;
 };
+
+// The policy snapshot of R2EvalOptions::adapter (null for ""); InvalidArgument names a malformed
+// list or a role without an adapter.
+Result<std::shared_ptr<runtime::PolicySnapshot>> EvalPolicy(const std::string& adapter);
 
 // One example's outcome under a method.
 struct R2ItemOutcome {

@@ -3,6 +3,9 @@
 // Eq. 1 reward, cost and energy, the procedural review, limits and the failure paths.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <nlohmann/json.hpp>
+
 #include "envs/r2/r2_env.h"
 #include "llm/client.h"
 #include "tests/envs/runtime_test_util.h"
@@ -128,6 +131,57 @@ TEST_F(R2EnvTest, DecomposesAllocatesExecutesInOrderAndIntegrates) {
   EXPECT_EQ(t.info.at("models"), "small,big");
   EXPECT_EQ(t.info.at("num_subtasks"), "2");
   EXPECT_EQ(t.info.at("integrator"), "big");
+}
+
+// Sec. 4.3: the decomposer and the allocator are two models. With one adapter per role in the
+// policy snapshot, each turn goes to its role's served adapter and its segment carries that
+// adapter's version (with one shared name, the allocator sampled the decomposer's adapter).
+TEST_F(R2EnvTest, EachRoleSamplesFromItsOwnAdapter) {
+  auto served_as = [](const std::string& reply, const std::string& model) {
+    nlohmann::json j = nlohmann::json::parse(reply);
+    j["model"] = model;
+    return j.dump();
+  };
+  server_.Script(
+      "/v1/completions",
+      {Reply::Json(served_as(Sampled(kDecomposition, {11, 12}), "policy-decomposer-v3")),
+       Reply::Json(served_as(Sampled(kAllocation, {21, 22, 23}), "policy-allocator-v1")),
+       Reply::Json(Sampled("7", {31})), Reply::Json(Sampled("42", {41})),
+       Reply::Json(Sampled("\\boxed{42}", {51, 52}))});
+  auto env = Make(Config());
+  ASSERT_NE(env, nullptr);
+  auto policy = std::make_shared<runtime::PolicySnapshot>();
+  policy->kind = runtime::PolicySnapshot::Kind::kLoraAdapter;
+  policy->version = 3;
+  policy->adapter_name = "policy-decomposer-v3";
+  policy->adapter_uri = "/adapters/decomposer/v3";
+  policy->role_adapters = {{"decomposer", "policy-decomposer-v3", 3, "/adapters/decomposer/v3"},
+                           {"allocator", "policy-allocator-v1", 1, "/adapters/allocator/v1"}};
+  runtime::EpisodeInput in;
+  in.dataset_item = kItem;
+  in.sampling.temperature = 1.0;
+  in.policy = policy;
+  auto t = env->Run(in);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_FALSE(t->failure.failed()) << t->failure.message;
+  const std::vector<std::string> models = Models();
+  ASSERT_GE(models.size(), 2u);
+  EXPECT_EQ(models[0], "policy-decomposer-v3");
+  EXPECT_EQ(models[1], "policy-allocator-v1");
+  ASSERT_GE(t->segments.size(), 4u);
+  EXPECT_EQ(t->segments[1].source, "decomposer@router");
+  EXPECT_EQ(t->segments[1].policy_version, 3u);
+  EXPECT_EQ(t->segments[3].source, "allocator@router");
+  EXPECT_EQ(t->segments[3].policy_version, 1u);
+
+  // A snapshot with adapters per role but none for the allocator is an env error naming it.
+  server_.Script("/v1/completions", {Reply::Json(Sampled(kDecomposition, {11, 12}))});
+  policy->role_adapters.pop_back();
+  auto t2 = env->Run(in);
+  ASSERT_TRUE(t2.ok());
+  EXPECT_EQ(t2->failure.reason, FailureReason::kEnvError);
+  EXPECT_NE(t2->failure.message.find("no adapter for the allocator role"), std::string::npos)
+      << t2->failure.message;
 }
 
 // Sec. 4.4 (3)-(4) with references: "#k" in a subtask becomes result k's answer in

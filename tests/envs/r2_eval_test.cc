@@ -146,5 +146,28 @@ TEST_F(R2EvalTest, TinyWorldPromptsRenderTheTiersLayouts) {
   EXPECT_EQ(*single, "What is 91 - 83?\nThink step by step.\n");
 }
 
+// --adapter names one adapter for both roles, or one per role (the two that alternating GRPO
+// trains, Sec. 4.3), which the env then sends each turn to.
+TEST(R2EvalPolicyTest, TheAdapterOptionNamesOneAdapterOrOnePerRole) {
+  auto none = EvalPolicy("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  auto one = EvalPolicy("r2-cold");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)->adapter_name, "r2-cold");
+  EXPECT_TRUE((*one)->role_adapters.empty());
+  auto two = EvalPolicy("decomposer=train-decomposer-v3,allocator=train-allocator-v5");
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  ASSERT_NE((*two)->AdapterOf("decomposer"), nullptr);
+  ASSERT_NE((*two)->AdapterOf("allocator"), nullptr);
+  EXPECT_EQ((*two)->AdapterOf("decomposer")->adapter_name, "train-decomposer-v3");
+  EXPECT_EQ((*two)->AdapterOf("allocator")->adapter_name, "train-allocator-v5");
+  auto missing = EvalPolicy("decomposer=a");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no adapter for the allocator role"),
+            std::string::npos);
+  EXPECT_FALSE(EvalPolicy("decomposer=a,=b").ok());
+}
+
 }  // namespace
 }  // namespace allot::envs::r2

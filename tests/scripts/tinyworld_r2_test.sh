@@ -151,19 +151,26 @@ ALLOT_R2_COLD_START=$out/cold/adapter OMP_NUM_THREADS=1 "$allot" train -c "$reci
   --set "run.output_dir=$out" --name train --set "trainer.total_steps=$steps" "${overrides[@]}" \
   > "$out/logs/train.log" 2>&1 || { tail -5 "$out/logs/train.log"; fail "allot train"; }
 policy_url_var=ALLOT_TW_${policy_tier^^}_URL
-trained=$(python3 scripts/quickstart_tools.py latest-adapter "${!policy_url_var}" train) ||
-  fail "no adapter published by the GRPO run"
+# Each role trained its own adapter (Sec. 4.3), published as train-<role>-v<N>.
+trained=""
+for role in decomposer allocator; do
+  name=$(python3 scripts/quickstart_tools.py latest-adapter "${!policy_url_var}" "train-$role") ||
+    fail "no $role adapter published by the GRPO run"
+  trained+="${trained:+,}$role=$name"
+done
 
 # --- 5. the allocator: cold start, then trained --------------------------------------------
-for a in r2-cold "$trained"; do
-  say "allocator with adapter $a"
-  "$allot" eval "$out" -c "$recipe" --method allocator "${overrides[@]}" --adapter "$a" \
+for a in r2-cold trained; do
+  adapter=$a
+  [[ $a == trained ]] && adapter=$trained
+  say "allocator with adapter $adapter"
+  "$allot" eval "$out" -c "$recipe" --method allocator "${overrides[@]}" --adapter "$adapter" \
     --json "$out/eval/allocator-$a.json" > "$out/logs/eval-$a.log" 2>&1 ||
     { tail -5 "$out/logs/eval-$a.log"; fail "allot eval --method allocator"; }
 done
 say "done in $(( $(date +%s) - started )) s"
 python3 "$tools" check "$out/eval/single.json" "$out/eval/allocator-r2-cold.json" \
-  "$out/eval/allocator-$trained.json"
+  "$out/eval/allocator-trained.json"
 code=$?
 [[ $code == 0 ]] && { echo "PASS"; exit 0; }
 [[ $code == 1 ]] || fail "the check could not read the evaluations (exit $code)"
