@@ -63,6 +63,13 @@ struct RlotEnvConfig {
   // A sub-step that hits its token budget is runaway output: the episode fails with a format
   // error instead of feeding a cut-off step to the chain.
   bool fail_on_truncation = true;
+  // The outcome of a decision whose block fails by the LLM's own output (a runaway or malformed
+  // sub-step, a limit the blocks ran into): that decision is the episode's last transition,
+  // terminal, with this outcome, and the transitions before it are kept, so that the navigator
+  // learns where the choice leads (rollout/failure_kind.h). Default 0: a wrong answer's outcome
+  // (notes.md: the terminal step gets 1 correct, 0 wrong). Under step_reward: shaped it is the
+  // outcome the potential is subtracted from, as for an answer.
+  double failure_reward = 0.0;
   // Answer format when the dataset item names none: boxed | number | choice | yesno.
   std::string answer_format = "boxed";
   std::string prompts_dir = "configs/prompts/rlot";
@@ -106,6 +113,10 @@ struct RlotEnvConfig {
             {.doc = "eval baseline cot-sc: samples voted (RLoT: 4)", .min = 1});
     v.Field("fail_on_truncation", fail_on_truncation,
             {.doc = "a sub-step cut at its token budget fails the episode (format error)"});
+    v.Field("failure_reward", failure_reward,
+            {.doc = "outcome of a decision whose block fails by the LLM's own output (runaway "
+                    "or malformed sub-step, a limit): its transition is terminal; 0 = as a wrong "
+                    "answer"});
     v.Field("answer_format", answer_format,
             {.doc = "answer format when the item names none",
              .choices = {"boxed", "number", "choice", "yesno", "text"}});

@@ -397,6 +397,10 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   double phi = 0.0;
   std::string step_scores;
   bool finished_early = false;
+  // The decision under way; its transition is recorded once its block has run, or as the
+  // failing decision when the block fails by the LLM's own output (below the loop).
+  runtime::Transition tr;
+  bool deciding = false;
   for (int decision = 1; status.ok(); ++decision) {
     if (status = ep.Check(); !status.ok()) break;
     const int a = choose(state, decision);
@@ -412,7 +416,8 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
     }
     chosen.push_back(a);
     applied.push_back(block);
-    runtime::Transition tr;
+    tr = runtime::Transition{};
+    deciding = true;
     tr.state.assign(state.begin(), state.end());
     tr.action = static_cast<uint32_t>(a);
     tr.num_actions = kNumLogicBlocks;
@@ -441,6 +446,7 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
       tr.done = true;
       t.step_rewards.push_back(reward);
       t.transitions.push_back(std::move(tr));
+      deciding = false;
       break;
     }
     auto r = run.StepReward();
@@ -465,7 +471,29 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
     tr.done = false;
     t.step_rewards.push_back(reward);
     t.transitions.push_back(std::move(tr));
+    deciding = false;
     state = *next;
+  }
+  if (!status.ok()) {
+    t.failure = runtime::Episode::FailureFrom(status, status.code() == StatusCode::kInvalidArgument
+                                                          ? FailureReason::kFormatError
+                                                          : FailureReason::kEnvError);
+  }
+  // A decision whose block failed by the LLM's own output (format error: runaway or malformed
+  // output, a limit) ends the episode with failure_reward, terminal, like an answer. The
+  // episode keeps its failure reason and the transitions before it, and the learner trains on
+  // them: dropping the episode would hide where this choice leads. Infrastructure failures
+  // (endpoint, scorer, timeout) record nothing for the decision: the learner drops them.
+  if (deciding && t.failure.reason == FailureReason::kFormatError) {
+    outcome = config_.failure_reward;
+    const double reward = shaped ? outcome - phi : outcome;
+    if (shaped) prm -= phi;
+    tr.reward = static_cast<float>(reward);
+    tr.next_state = tr.state;
+    tr.done = true;
+    t.step_rewards.push_back(reward);
+    t.transitions.push_back(std::move(tr));
+    t.info["failed_block"] = LogicBlockName(applied.back());
   }
   // "prm" is the sum of the transition rewards other than the outcome: the scores under
   // step_reward: score, the shaping terms under shaped (their undiscounted sum, -(1 - gamma) x
@@ -490,11 +518,6 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   const std::string response = run.response().substr(0, 3000);
   if (!response.empty()) t.info["response"] = response;
   ep.Finish(t);
-  if (!status.ok()) {
-    t.failure = runtime::Episode::FailureFrom(status, status.code() == StatusCode::kInvalidArgument
-                                                          ? FailureReason::kFormatError
-                                                          : FailureReason::kEnvError);
-  }
   return t;
 }
 

@@ -362,7 +362,57 @@ TEST(RlotEnvTest, RunawayOutputIsAFormatError) {
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->failure.reason, runtime::FailureReason::kFormatError);
   EXPECT_NE(t->failure.message.find("runaway"), std::string::npos) << t->failure.message;
-  EXPECT_TRUE(t->transitions.empty());
+  // The failing decision is the episode's last transition: terminal, with failure_reward (0 by
+  // default, a wrong answer's outcome), so that the learner sees where Reason led.
+  ASSERT_EQ(t->transitions.size(), 1u);
+  EXPECT_EQ(t->transitions[0].action, 0u);
+  EXPECT_TRUE(t->transitions[0].done);
+  EXPECT_EQ(t->transitions[0].reward, 0.0f);
+  EXPECT_EQ(t->info.at("failed_block"), "reason");
+}
+
+// A block that runs away after a good one: the good transition stays, the failing decision
+// gets failure_reward and ends the episode. (The env used to leave the failing decision out,
+// and the learner dropped the whole failed episode: the navigator never learned that the
+// choice led to a failure.)
+TEST(RlotEnvTest, AFailingBlockEndsTheEpisodeWithTheFailureReward) {
+  auto runaway_plans = [](const std::string& kind, int) -> std::optional<Reply> {
+    if (kind == "debate_plans") {
+      return Reply::Json(CompletionBody("Plan1: and so", {}, 10, "length"));
+    }
+    return std::nullopt;
+  };
+  RlotEnvConfig c = Config();
+  c.failure_reward = -1.0;
+  Fixture f(c);
+  f.llm.Fault(runaway_plans);
+  auto t = f.env->RunWith(Input(), Sequence({0, 2, 4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kFormatError) << t->failure.message;
+  ASSERT_EQ(t->transitions.size(), 2u);
+  EXPECT_EQ(t->transitions[0].action, 0u);
+  EXPECT_FALSE(t->transitions[0].done);
+  EXPECT_NEAR(t->transitions[0].reward, 0.1, 1e-6);  // the scorer's score of one step
+  EXPECT_EQ(t->transitions[1].action, 2u);
+  EXPECT_TRUE(t->transitions[1].done);
+  EXPECT_EQ(t->transitions[1].reward, -1.0f);
+  EXPECT_EQ(t->transitions[1].state, t->transitions[0].next_state);
+  ASSERT_EQ(t->step_rewards.size(), 2u);
+  EXPECT_DOUBLE_EQ(t->rewards[0].second, -1.0);  // outcome
+  EXPECT_NEAR(t->reward, -1.0 + 0.1, 1e-12);
+  EXPECT_EQ(t->info.at("failed_block"), "debate");
+
+  // Shaped: the failure reward is the outcome the potential is subtracted from, as an answer's.
+  c.step_reward = "shaped";
+  c.shaping_gamma = 0.9;
+  Fixture g(c);
+  g.llm.Fault(runaway_plans);
+  auto s = g.env->RunWith(Input(), Sequence({0, 2, 4}));
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->step_rewards.size(), 2u);
+  EXPECT_NEAR(s->step_rewards[0], 0.9 * 0.1, 1e-12);
+  EXPECT_NEAR(s->step_rewards[1], -1.0 - 0.1, 1e-12);
+  EXPECT_TRUE(s->transitions[1].done);
 }
 
 TEST(RlotEnvTest, FailingStepScorerEndsTheEpisode) {
