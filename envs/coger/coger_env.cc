@@ -1,5 +1,6 @@
 #include "envs/coger/coger_env.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -17,9 +18,10 @@ using runtime::SegmentRole;
 
 constexpr size_t kInfoChars = 4000;
 
-// The usage of the episode whose rewards are being computed on this thread. The L_min solver
-// runs inside ComposedReward::Compute (synchronously, on the episode's thread) and adds its
-// calls here, so that they appear in the episode's per-endpoint accounting.
+// The L_min oracle's usage for the episode whose rewards are being computed on this thread.
+// The solver runs inside ComposedReward::Compute (synchronously, on the episode's thread) and
+// adds its calls here. They are the reward's own calls, reported apart (info oracle_cost_usd),
+// never the episode's: which episode misses the level-outcome cache is an accident of order.
 thread_local llm::UsageReport* t_oracle_usage = nullptr;
 
 class OracleUsageScope {
@@ -298,8 +300,8 @@ LevelAnswer CogerEnv::AnswerAtLevel(runtime::Episode& ep, const std::string& que
 Result<bool> CogerEnv::SolvedAtLevel(const rewards::RewardInput& in, int level) const {
   const std::string key = LevelOutcomeCache::Key(in.question, in.reference);
   if (std::optional<bool> cached = cache_->Get(key, level)) return *cached;
-  // The oracle's own episode: its limits are not the routed episode's, but its calls are
-  // accounted to that episode (t_oracle_usage).
+  // The oracle's own episode: its limits and its accounting are not the routed episode's; its
+  // calls are reported apart (t_oracle_usage).
   runtime::EpisodeInput input;
   runtime::Episode ep(client_.get(), config_.coger.limits, input);
   LevelAnswer a = AnswerAtLevel(ep, in.question, level);
@@ -402,9 +404,12 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
   in.reference = item->reference;
   in.format = item->format;
   in.min_level = item->min_level;
-  // The cost terms (api_cost, energy, tokens) charge every call the routing decision caused:
-  // the router's, the L2/L3 model's, CoTool's turns and its reasoning-in-tool reads. The
-  // L_min solver's calls below are the reward's own and are accounted, not charged.
+  // The cost terms (api_cost, energy, tokens) and the episode's accounting (what the trainer's
+  // budget_metric and cost_usd_per_episode read) hold every call the routing decision caused:
+  // the router's, the L2/L3 model's, CoTool's turns and its reasoning-in-tool reads. The L_min
+  // solver's calls below are the reward's own (CogER Eq. 6-8 needs L_min; notes.md: each level
+  // run once per query, cached): reported in info, never charged to the decision, so that the
+  // episode that misses the cache and the one that hits it cost the same for the same route.
   in.usage = rewards::CostUsageFrom(ep.usage().total);
   llm::UsageReport oracle_usage;
   Result<rewards::RewardBreakdown> b = [&] {
@@ -412,8 +417,10 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
     return reward_->Compute(in);
   }();
   if (oracle_usage.total.calls > 0) {
-    ep.Account(oracle_usage);  // the L_min solver's calls (uncached levels only)
+    char usd[32];
+    std::snprintf(usd, sizeof(usd), "%.9g", oracle_usage.total.cost_usd);
     traj.info["lmin_solver_calls"] = std::to_string(oracle_usage.total.calls);
+    traj.info[kOracleCostInfo] = usd;
   }
   if (!b.ok()) return finish(b.status(), FailureReason::kEnvError);
   for (const auto& term : config_.rewards.terms) traj.SetReward(term.name, b->values[term.name]);

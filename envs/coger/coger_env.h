@@ -5,7 +5,8 @@
 //
 // The trajectory holds the router's conversation: its prompt (masked) and its sampled output
 // (the only trainable segment). Downstream models and tools run in their own token spaces and
-// show up in accounting and info, not as segments.
+// show up in accounting and info, not as segments. The L_min oracle's calls are the reward's,
+// not the routing decision's: they are reported in info (kOracleCostInfo), not accounted.
 //
 // Thread-safe: episodes run concurrently on one env.
 #pragma once
@@ -29,6 +30,10 @@ class Client;
 }
 
 namespace allot::envs::coger {
+
+// The trajectory info key of the L_min oracle's spend in USD (its uncached levels' calls), which
+// the episode's accounting leaves out; the GRPO trainer reports it as the metric of that name.
+inline constexpr char kOracleCostInfo[] = "oracle_cost_usd";
 
 // A dataset item: {"question", "answer", "options"?, "answer_format"?, "min_level"?}.
 struct CogerItem {

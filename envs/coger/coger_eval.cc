@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "envs/coger/coger_env.h"
@@ -51,6 +52,7 @@ nlohmann::json CogerMethodResult::ToJson() const {
           {"failed", failed},
           {"cost_usd", cost_usd},
           {"mean_cost_usd", cost_usd / n},
+          {"oracle_cost_usd", oracle_cost_usd},
           {"energy_j", energy_j},
           {"mean_energy_j", energy_j / n},
           {"mean_latency_s", latency_s / n},
@@ -132,6 +134,9 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
         r.latency_s += std::chrono::duration<double>(Clock::now() - t0).count();
         AddUsage(t->usage, r);
         out.cost_usd = t->usage.total.cost_usd;
+        if (auto oracle = t->info.find(kOracleCostInfo); oracle != t->info.end()) {
+          r.oracle_cost_usd += std::strtod(oracle->second.c_str(), nullptr);
+        }
         auto level = t->info.find("level");
         out.level = level == t->info.end() ? 0 : LevelOf(level->second);
         if (t->failure.failed()) {

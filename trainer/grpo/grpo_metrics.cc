@@ -1,6 +1,7 @@
 #include "trainer/grpo/grpo_metrics.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace allot::trainer::grpo {
 
@@ -25,6 +26,10 @@ void StepMetrics::ObserveEpisode(const v1::Trajectory& t, const std::string& bud
   cost_usd += a.cost_usd();
   energy_j += a.energy_joules();
   episode_tokens += static_cast<double>(a.prompt_tokens() + a.completion_tokens());
+  if (auto it = t.info().find("oracle_cost_usd"); it != t.info().end()) {
+    const double usd = std::strtod(it->second.c_str(), nullptr);
+    if (std::isfinite(usd) && usd > 0) oracle_cost_usd += usd;
+  }
 }
 
 double StepMetrics::MeanReward() const { return MeanStd(rewards).first; }
@@ -51,6 +56,7 @@ Scalars StepMetrics::ToScalars() const {
   out.emplace_back("staleness/max", staleness_max);
   out.emplace_back("cost_usd_per_episode", cost_usd / n);
   out.emplace_back("energy_j_per_episode", energy_j / n);
+  out.emplace_back("oracle_cost_usd", oracle_cost_usd);
   out.emplace_back("tokens_per_episode", episode_tokens / n);
   out.emplace_back("loss", loss);
   out.emplace_back("policy_loss", policy_loss);

@@ -24,6 +24,9 @@ struct StepMetrics {
   std::vector<double> rewards;  // raw env reward of each trained-or-dropped episode seen
   std::map<std::string, std::vector<double>> components;
   double cost_usd = 0, energy_j = 0, episode_tokens = 0;
+  // The reward's own LLM spend (CogER's L_min oracle, info "oracle_cost_usd"), summed over the
+  // step's episodes; never part of cost_usd or the budget.
+  double oracle_cost_usd = 0;
   // Update (token-weighted means over micro-batches and updates).
   double loss = 0, policy_loss = 0, kl = 0, clip_frac_low = 0, clip_frac_high = 0, ratio_mean = 0,
          is_weight_mean = 0, is_truncated_frac = 0, entropy = 0;
