@@ -83,6 +83,12 @@ struct AtlasSettings {
   double integrator_temperature = 0.0;
   int observation_reasoning_chars = 1500;  // a candidate's reasoning shown to the orchestrator
   int max_malformed_turns = 2;             // turns without a valid action before a format failure
+  // The reward of an episode the orchestrator fails by its own output (a runaway turn, more than
+  // max_malformed_turns malformed ones): the episode keeps its FORMAT_ERROR reason and reaches
+  // the GRPO learner with this reward and accuracy 0. Default 0: scored as a wrong answer (the
+  // accuracy term, 1/0, is the env's only one), so that the learner is not blind to what leads
+  // there (rollout/failure_kind.h).
+  double failure_reward = 0.0;
   std::string answer_format = "text";      // boxed | number | choice | yesno | text
   AtlasPrompts prompts;
   runtime::EpisodeLimits limits{
@@ -126,6 +132,9 @@ struct AtlasSettings {
             {.doc = "characters of a candidate's reasoning in its observation", .min = 0});
     v.Field("max_malformed_turns", max_malformed_turns,
             {.doc = "orchestrator turns without a valid action before a format failure", .min = 0});
+    v.Field("failure_reward", failure_reward,
+            {.doc = "reward of an episode the orchestrator's own output fails (runaway or "
+                    "malformed turns); 0 = as a wrong answer"});
     v.Field("answer_format", answer_format,
             {.doc = "answer format when the item names none",
              .choices = {"boxed", "number", "choice", "yesno", "text"}});

@@ -227,6 +227,11 @@ Result<runtime::Trajectory> AtlasEnv::Run(const runtime::EpisodeInput& input) {
     return traj;
   };
 
+  auto score_failure = [&] {
+    traj.SetReward("accuracy", 0.0);
+    traj.reward = s.failure_reward;
+  };
+
   // The orchestrator's instructions (masked).
   const int budget = s.ExploreBudget();
   const bool multi = s.variant == "multi_model";
@@ -277,7 +282,11 @@ Result<runtime::Trajectory> AtlasEnv::Run(const runtime::EpisodeInput& input) {
   for (uint32_t turn = 1;; ++turn) {
     o.step = turn;
     Result<runtime::Turn> t = ep.Generate(conv, o);
-    if (!t.ok()) return finish(t.status(), FailureReason::kEndpointError);
+    if (!t.ok()) {
+      // The episode's turn or token limit: the orchestrator kept going (a format error).
+      if (t.status().code() == StatusCode::kResourceExhausted) score_failure();
+      return finish(t.status(), FailureReason::kEndpointError);
+    }
     // The env's reply continues the trace after the "Observation:" the turn stopped at.
     auto observe = [&](SegmentRole role, const std::string& text, const std::string& source) {
       const bool stopped_there =
@@ -369,14 +378,18 @@ Result<runtime::Trajectory> AtlasEnv::Run(const runtime::EpisodeInput& input) {
       }
     }
     // A malformed turn: a cut-off one is runaway output; otherwise the orchestrator is told.
+    // Either failure is the policy's own: scored (failure_reward, accuracy 0) so that GRPO keeps
+    // it in its group, where the advantage penalises it.
     ++malformed;
     if (t->truncated()) {
+      score_failure();
       return finish(
           ResourceExhausted("runaway output: an orchestrator turn reached its " +
                             std::to_string(o.max_tokens) + "-token budget without an action"),
           FailureReason::kFormatError);
     }
     if (malformed > s.max_malformed_turns) {
+      score_failure();
       return finish(InvalidArgument("malformed orchestrator output " + std::to_string(malformed) +
                                     " times (max_malformed_turns " +
                                     std::to_string(s.max_malformed_turns) + "): " + problem),

@@ -284,6 +284,41 @@ TEST_F(AtlasEnvTest, OrchestratorFailuresEndTheEpisodeWithTheirReason) {
   EXPECT_EQ(Run(*env, R"({"answer": "5"})").failure.reason, FailureReason::kEnvError);
 }
 
+// The orchestrator's own failures are scored (failure_reward, accuracy 0) and keep their
+// trainable turns, so that the GRPO learner keeps them in their group (a scored policy failure,
+// rollout/failure_kind.h); an endpoint failure carries no reward and is dropped. (They used to
+// carry no reward at all, and the learner dropped them from their group.)
+TEST_F(AtlasEnvTest, OrchestratorFailuresAreScoredEndpointFailuresAreNot) {
+  AtlasEnvConfig c = Config();
+  c.atlas.failure_reward = -0.5;
+  auto env = Make(c);
+  ASSERT_NE(env, nullptr);
+  auto trainable = [](const runtime::Trajectory& t) {
+    size_t n = 0;
+    for (const auto& s : t.segments) n += s.trainable ? s.ids.size() : 0;
+    return n;
+  };
+  server_.Script("/v1/completions", {Turn("I think it is 5."), Turn("Action: search"),
+                                     Turn("Action: explore {\"effort\": \"extreme\"}")});
+  runtime::Trajectory m = Run(*env);
+  EXPECT_EQ(m.failure.reason, FailureReason::kFormatError);
+  EXPECT_EQ(Reward(m, "accuracy"), 0.0);
+  EXPECT_EQ(m.reward, -0.5);
+  EXPECT_EQ(trainable(m), 6u);  // three turns of two ids
+  server_.Script("/v1/completions",
+                 {Reply::Json(Sampled("Thought: and so on and so on", {1, 2}, "length"))});
+  runtime::Trajectory r = Run(*env);
+  EXPECT_EQ(r.failure.reason, FailureReason::kFormatError);
+  EXPECT_EQ(Reward(r, "accuracy"), 0.0);
+  EXPECT_EQ(r.reward, -0.5);
+  EXPECT_EQ(trainable(r), 2u);
+  server_.Script("/v1/completions", {Reply::Json(R"({"error":{"message":"down"}})", 500)});
+  runtime::Trajectory down = Run(*env);
+  EXPECT_EQ(down.failure.reason, FailureReason::kEndpointError);
+  EXPECT_TRUE(down.rewards.empty());
+  EXPECT_EQ(down.reward, 0.0);
+}
+
 TEST_F(AtlasEnvTest, ConfigErrorsNameTheField) {
   AtlasEnvConfig c = Config();
   c.atlas.solvers = {"nope"};

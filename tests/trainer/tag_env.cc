@@ -83,6 +83,28 @@ class TagEnv : public rollout::Env {
     // sampling tests).
     const bool flat = item.is_object() && item.value("flat", false);
     t.set_reward(flat ? 0.0 : alphabet);
+    // "oracle_cost_usd": x reports x USD of a reward oracle's calls, as CogER's L_min solver
+    // does, apart from the episode's accounting.
+    if (item.is_object() && item.contains("oracle_cost_usd")) {
+      (*t.mutable_info())["oracle_cost_usd"] = item["oracle_cost_usd"].dump();
+    }
+    // "policy_failure_index": k makes the group's k-th episode a policy failure its env scored
+    // (format error, every reward term 0, its tokens kept); "endpoint_failure_index": k an
+    // endpoint failure, with no reward (failure tests).
+    const int64_t index = static_cast<int64_t>(req.group_index());
+    if (item.is_object() && item.value("policy_failure_index", int64_t{-1}) == index) {
+      t.mutable_failure()->set_reason(v1::FAILURE_REASON_FORMAT_ERROR);
+      t.mutable_failure()->set_message("runaway output");
+      r1->set_value(0.0);
+      r2->set_value(0.0);
+      t.set_reward(0.0);
+    }
+    if (item.is_object() && item.value("endpoint_failure_index", int64_t{-1}) == index) {
+      t.mutable_failure()->set_reason(v1::FAILURE_REASON_ENDPOINT_ERROR);
+      t.mutable_failure()->set_message("endpoint down");
+      t.clear_rewards();
+      t.set_reward(0.0);
+    }
     auto* acc = t.mutable_accounting();
     acc->set_prompt_tokens(static_cast<uint64_t>(prompt_ids.size()));
     acc->set_completion_tokens(static_cast<uint64_t>(choice.token_ids.size()));

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "rollout/failure_kind.h"
+
 namespace allot::trainer::grpo {
 
 namespace {
@@ -18,6 +20,16 @@ std::pair<double, double> MeanStd(const std::vector<double>& xs) {
 }
 
 }  // namespace
+
+void StepMetrics::ObserveFailure(const v1::Trajectory& t, bool kept) {
+  failures[rollout::FailureReasonLabel(t.failure().reason())] += 1;
+  if (kept) {
+    failed_scored += 1;
+    return;
+  }
+  failed += 1;
+  if (failed == 1) first_failure = t.failure().message();
+}
 
 void StepMetrics::ObserveEpisode(const v1::Trajectory& t, const std::string& budget_metric) {
   rewards.push_back(t.reward());
@@ -48,6 +60,8 @@ Scalars StepMetrics::ToScalars() const {
   const double n = std::max<double>(static_cast<double>(rewards.size()), 1.0);
   out.emplace_back("episodes", episodes);
   out.emplace_back("episodes/failed", failed);
+  out.emplace_back("episodes/failed_scored", failed_scored);
+  for (const auto& [reason, n] : failures) out.emplace_back("episodes/failed/" + reason, n);
   out.emplace_back("episodes/stale_dropped", stale_dropped);
   out.emplace_back("groups/dropped", groups_dropped);
   out.emplace_back("groups/zero_variance", groups_zero_variance);

@@ -19,6 +19,11 @@ namespace allot::trainer::grpo {
 struct StepMetrics {
   // Episodes.
   double episodes = 0, failed = 0, stale_dropped = 0, groups_dropped = 0, groups_zero_variance = 0;
+  // failed: episodes left out as failed (not the policy's failures, or unscored ones);
+  // failed_scored: policy failures trained on with their env's failure reward
+  // (rollout/failure_kind.h). failures: every failed episode, kept or not, by reason.
+  double failed_scored = 0;
+  std::map<std::string, double> failures;
   std::string first_failure;
   double staleness_sum = 0, staleness_max = 0;
   std::vector<double> rewards;  // raw env reward of each trained-or-dropped episode seen
@@ -34,6 +39,8 @@ struct StepMetrics {
   // Seconds.
   double rollout_wait_s = 0, fwd_bwd_s = 0, optimizer_s = 0, sync_s = 0, step_s = 0;
 
+  // Counts a failed episode under its reason (kept: trained on with its failure reward).
+  void ObserveFailure(const v1::Trajectory& t, bool kept);
   // Adds a trajectory's rewards, components and accounting.
   void ObserveEpisode(const v1::Trajectory& t, const std::string& budget_metric);
   double MeanReward() const;

@@ -19,6 +19,7 @@
 #include "llm/client.h"
 #include "models/peft.h"
 #include "rollout/dispatcher.h"
+#include "rollout/failure_kind.h"
 #include "rollout/worker.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/adapter_publisher.h"
@@ -518,15 +519,22 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       std::sort(done.episodes.begin(), done.episodes.end(), [](const auto& a, const auto& b) {
         return a.trajectory.group_index() < b.trajectory.group_index();
       });
-      // Failed and stale episodes leave the group.
+      // Stale episodes and failures that are not the policy's leave the group. A policy
+      // failure its env scored (format error, truncation, malformed call) stays with its
+      // failure reward, so that the group's advantage penalises it (rollout/failure_kind.h).
       Group kept;
       kept.cursor = done.cursor;
       for (auto& e : done.episodes) {
         const auto& t = e.trajectory;
         m.episodes += 1;
-        if (t.failure().reason() != v1::FAILURE_REASON_NONE || TrainableTokens(t) == 0) {
-          m.failed += 1;
-          if (m.failed == 1) m.first_failure = t.failure().message();
+        const bool failed = t.failure().reason() != v1::FAILURE_REASON_NONE;
+        const bool trainable = TrainableTokens(t) > 0;
+        if (failed) m.ObserveFailure(t, trainable && rollout::IsScoredPolicyFailure(t));
+        if (!trainable || (failed && !rollout::IsScoredPolicyFailure(t))) {
+          if (!failed) {
+            m.failed += 1;
+            if (m.failed == 1) m.first_failure = "an episode with no trainable token";
+          }
           continue;
         }
         const int64_t lag = PolicyLag(t, CurrentVersion(s));
