@@ -630,63 +630,6 @@ TEST(GrpoFailureIntegrationTest, PolicyFailuresStayInTheirGroupEndpointFailuresL
   EXPECT_EQ(dropped.value("episodes/failed/endpoint_error", -1.0), 1.0) << dropped.dump();
 }
 
-// DeepTool's step-wise instances: the outcome is 0 in every episode and the signal is in the
-// step rewards. Catches dynamic sampling judging flatness on the raw outcome: every group was
-// dropped as zero-variance, and the steps advanced with no update (policy version 1 at the end).
-TEST(GrpoDynamicSamplingIntegrationTest, StepRewardsKeepAGroupWhoseOutcomeIsFlat) {
-  models::SetCpuThreads(1);
-  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
-  ServedTinyModel served(1);
-  const std::string run = models::testing::MakeTempDir("grpo_dyn_steps");
-  auto o = DynamicSamplingOptions(served, run, 11);
-  o.prompts = {R"({"prompt": "<question_level>L", "flat": true, "step_reward": true})"};
-  o.total_steps = 2;
-  auto t = GrpoTrainer::Create(o);
-  ASSERT_TRUE(t.ok()) << t.status().message();
-  auto metrics = MetricsWriter::Open(run + "/metrics.jsonl", "");
-  ASSERT_TRUE(metrics.ok());
-  auto summary = (*t)->Run(metrics->get(), nullptr);
-  ASSERT_TRUE(summary.ok()) << summary.status().message();
-  metrics->reset();
-  EXPECT_EQ(summary->policy_version, 3u);  // one update per step
-  const auto lines = MetricLines(run + "/metrics.jsonl");
-  ASSERT_EQ(lines.size(), 2u);
-  for (const auto& j : lines) {
-    // Groups are judged on their step rewards: one whose four completions happen to score alike
-    // may be dropped, but not every group drawn.
-    const double groups = j.value("episodes", 0.0) / 4;
-    EXPECT_LT(j.value("groups/zero_variance", -1.0), groups - 1) << j.dump();
-    EXPECT_EQ(j.value("reward/mean", -1.0), 0.0) << j.dump();  // the outcome is flat
-    EXPECT_GT(j.value("trained_tokens", 0.0), 0.0) << j.dump();
-  }
-}
-
-// A recipe whose groups never vary (here: every reward 0, no step rewards) trains nothing under
-// dynamic sampling. Catches a run that advanced its steps with no update and ended "ok": it must
-// fail after grpo.max_empty_steps (3) such steps, naming dynamic sampling as the cause.
-TEST(GrpoDynamicSamplingIntegrationTest, StepsWithEveryGroupDroppedFailTheRun) {
-  models::SetCpuThreads(1);
-  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
-  ServedTinyModel served(1);
-  const std::string run = models::testing::MakeTempDir("grpo_dyn_empty");
-  auto o = DynamicSamplingOptions(served, run, 11);
-  o.prompts = {R"({"prompt": "<question_level>L", "flat": true})"};
-  o.grpo.max_refill_groups = 1;
-  o.total_steps = 6;
-  int64_t steps_done = 0;
-  o.on_step_end = [&](int64_t step) { steps_done = step; };
-  auto t = GrpoTrainer::Create(o);
-  ASSERT_TRUE(t.ok()) << t.status().message();
-  auto summary = (*t)->Run(nullptr, nullptr);
-  ASSERT_FALSE(summary.ok()) << "six steps without an update passed";
-  const std::string msg = summary.status().message();
-  EXPECT_NE(msg.find("dynamic sampling"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("grpo.max_empty_steps"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("3 steps in a row"), std::string::npos) << msg;
-  EXPECT_EQ(steps_done, 2);  // the third empty step fails before it counts
-  EXPECT_EQ((*t)->policy_version(), 1u);
-}
-
 // A learner that resumes against the endpoint its earlier process used takes over the adapter
 // versions that process left loaded: they are unloaded like its own (max_policy_lag 1: after
 // version 5 only versions 4 and 5 stay), instead of staying loaded for good.
