@@ -32,15 +32,16 @@ std::string ExecutableDir() {
 
 }  // namespace
 
-Result<LoadedConfig> LoadConfig(const std::string& path,
-                                const std::vector<std::string>& overrides) {
+Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::string>& overrides,
+                                const std::vector<std::string>* required_sections) {
   ALLOT_ASSIGN_OR_RETURN(config::ConfigNode root, config::LoadFile(path));
   for (const auto& o : overrides) ALLOT_RETURN_IF_ERROR(config::ApplyOverride(root, o));
   RegisterSecrets(root, false);
   LoadedConfig loaded;
   loaded.source = path;
   std::vector<std::string> secret_values;
-  Status s = config::Load(root, loaded.config, &loaded.secret_paths, &secret_values);
+  Status s =
+      config::Load(root, loaded.config, &loaded.secret_paths, &secret_values, required_sections);
   for (const std::string& v : secret_values) RegisterSecret(v);
   ALLOT_RETURN_IF_ERROR(s);
   return loaded;

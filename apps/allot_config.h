@@ -99,8 +99,12 @@ struct LoadedConfig {
   std::string source;                               // the file it came from
 };
 
-// Loads a recipe file, applies `--set` overrides, binds and validates.
-Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::string>& overrides);
+// Loads a recipe file, applies `--set` overrides, binds and validates. A required key
+// (`${NAME:?hint}`) that neither NAME nor a `--set` gives is an error naming the key, NAME and
+// the hint; with `required_sections`, only under those top-level sections (a command that reads
+// part of a recipe: a rollout worker its rollout section).
+Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::string>& overrides,
+                                const std::vector<std::string>* required_sections = nullptr);
 
 // The resolved config as YAML, secrets redacted.
 std::string ResolvedYaml(LoadedConfig& loaded, bool with_docs = false);

@@ -50,7 +50,9 @@ int Defaults(const std::string& recipe) {
       std::cerr << path.status().message() << "\n";
       return kExitError;
     }
-    auto l = LoadConfig(*path, {});
+    // Required keys print as their ${NAME:?hint} placeholders: what the user must give.
+    const std::vector<std::string> none;
+    auto l = LoadConfig(*path, {}, &none);
     if (!l.ok()) {
       std::cerr << l.status().message() << "\n";
       return kExitError;

@@ -29,7 +29,12 @@ struct R2DataArgs {
 
 // `offline`: the tool calls no endpoint (decomposer-data), so no API key is needed.
 Result<std::unique_ptr<envs::r2::R2Env>> EnvFromRecipe(const R2DataArgs& a, bool offline) {
-  ALLOT_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadConfig(a.config, a.overrides));
+  // The tools read the env, the pool and its prices: the recipe's model path and data are the
+  // trainer's required keys, and an offline tool calls no endpoint.
+  const std::vector<std::string> read =
+      offline ? std::vector<std::string>{"env", "gpu", "rewards"}
+              : std::vector<std::string>{"env", "endpoints", "gpu", "rewards"};
+  ALLOT_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadConfig(a.config, a.overrides, &read));
   envs::r2::R2EnvConfig c;
   c.r2 = loaded.config.env.r2;
   c.endpoints = loaded.config.endpoints;
@@ -37,6 +42,9 @@ Result<std::unique_ptr<envs::r2::R2Env>> EnvFromRecipe(const R2DataArgs& a, bool
     for (llm::EndpointConfig& e : c.endpoints) {
       e.api_key.clear();
       e.api_key_env.clear();
+      // A URL the recipe requires and the user left unset: never dialled here, but the env
+      // checks every endpoint's URL. The reserved .invalid domain resolves nowhere.
+      if (e.base_url.empty()) e.base_url = "http://offline.invalid";
     }
   }
   c.gpu = loaded.config.gpu;

@@ -77,7 +77,10 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
       return;
     }
     if (!wa->config.empty()) {
-      auto l = LoadConfig(wa->config, wa->overrides);
+      // A worker reads the rollout section; the recipe's other required keys (model path,
+      // data, endpoint URLs) are the learner's, whose resolved recipe comes with each request.
+      const std::vector<std::string> read = {"rollout"};
+      auto l = LoadConfig(wa->config, wa->overrides, &read);
       if (!l.ok()) {
         std::cerr << "allot rollout-worker: " << l.status().message() << "\n";
         *exit_code = kExitError;

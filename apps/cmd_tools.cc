@@ -65,7 +65,9 @@ void AddToolCommands(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    auto loaded = LoadConfig(*path, {});
+    // Rewards only: the recipe's model path, data and endpoint URLs may stay unset.
+    const std::vector<std::string> read = {"rewards"};
+    auto loaded = LoadConfig(*path, {}, &read);
     if (!loaded.ok()) {
       std::cerr << "allot reward: " << loaded.status().ToString() << "\n";
       *exit_code = kExitError;

@@ -104,6 +104,16 @@ const ConfigNode* LoadVisitor::Lookup(std::string_view key, std::string* path,
   *path = JoinPath(f.path, key);
   if (f.node == nullptr) return nullptr;
   const ConfigNode* n = f.node->Find(std::string(key));
+  if (n != nullptr && n->required_unset()) {
+    if (Enforced(*path)) {
+      Error(*n, *path,
+            "required, not set: " + n->required_hint() + " (set " + n->required_var() +
+                " or --set " + *path + "=...)");
+    } else {
+      secret_paths_[*path] = n->raw();  // printed back as the placeholder, the default stays
+    }
+    return nullptr;
+  }
   if (n == nullptr || n->is_null()) return nullptr;
   const bool secret = spec.secret || IsSecretKey(key);
   if (n->secret()) {  // interpolated from ${ENV}
@@ -118,6 +128,13 @@ const ConfigNode* LoadVisitor::Lookup(std::string_view key, std::string* path,
   }
   if (secret && n->is_scalar() && !n->scalar().empty()) secret_values_.push_back(n->scalar());
   return n;
+}
+
+bool LoadVisitor::Enforced(const std::string& path) const {
+  if (!required_sections_) return true;
+  const std::string section = path.substr(0, path.find_first_of(".["));
+  return std::find(required_sections_->begin(), required_sections_->end(), section) !=
+         required_sections_->end();
 }
 
 template <typename T>

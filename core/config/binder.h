@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ class LoadVisitor : public Visitor {
   void EndItem() override;
   void EndList() override;
 
+  // Required keys (`${NAME:?hint}`, ConfigNode::required_unset()) left unset are errors only
+  // under these top-level sections (a command that reads part of a recipe); elsewhere they keep
+  // the field's default and print back as their placeholder. Default: every section.
+  void RequireOnly(std::vector<std::string> sections) { required_sections_ = std::move(sections); }
   // Checks the root for unknown keys and returns all errors as one status.
   Status Finish();
   // Dotted paths whose values came from `${ENV}`, each with what to print instead of the value:
@@ -51,6 +56,7 @@ class LoadVisitor : public Visitor {
   };
   const ConfigNode* Lookup(std::string_view key, std::string* path, const FieldSpec& spec);
   void CheckUnknown(const Frame& frame);
+  bool Enforced(const std::string& path) const;
   void Error(const ConfigNode& at, const std::string& path, const std::string& what);
   template <typename T>
   bool ParseNumber(const ConfigNode& n, const std::string& path, const FieldSpec& spec, T& out);
@@ -61,6 +67,7 @@ class LoadVisitor : public Visitor {
   std::vector<std::string> errors_;
   std::map<std::string, std::string> secret_paths_;
   std::vector<std::string> secret_values_;
+  std::optional<std::vector<std::string>> required_sections_;
 };
 
 // True for keys that name a secret by convention: token, api_key, apikey, password, passwd,
@@ -78,11 +85,14 @@ struct EmitOptions {
 };
 std::string EmitYaml(const std::function<void(Visitor&)>& describe, const EmitOptions& options);
 
+// `required_sections`: see LoadVisitor::RequireOnly (nullptr: every section).
 template <typename T>
 Status Load(const ConfigNode& root, T& out,
             std::map<std::string, std::string>* secret_paths = nullptr,
-            std::vector<std::string>* secret_values = nullptr) {
+            std::vector<std::string>* secret_values = nullptr,
+            const std::vector<std::string>* required_sections = nullptr) {
   LoadVisitor v(root);
+  if (required_sections != nullptr) v.RequireOnly(*required_sections);
   out.Describe(v);
   Status s = v.Finish();
   if (secret_paths != nullptr) *secret_paths = v.secret_paths();

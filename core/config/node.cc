@@ -47,6 +47,15 @@ ConfigNode ConfigNode::Sequence(Origin origin) {
   return n;
 }
 
+ConfigNode ConfigNode::RequiredUnset(std::string var, std::string hint, std::string raw,
+                                     Origin origin) {
+  ConfigNode n = Null(std::move(origin));
+  n.required_var_ = std::move(var);
+  n.required_hint_ = std::move(hint);
+  n.raw_ = std::move(raw);
+  return n;
+}
+
 const ConfigNode* ConfigNode::Find(const std::string& key) const {
   for (const auto& [k, v] : entries_)
     if (k == key) return &v;
@@ -242,14 +251,20 @@ Status InterpolateEnv(ConfigNode& node, const EnvLookup& env) {
       std::string expr = in.substr(i + 2, close - i - 2);
       std::string name = expr;
       std::optional<std::string> fallback;
-      if (size_t dash = expr.find(":-"); dash != std::string::npos) {
-        name = expr.substr(0, dash);
-        fallback = expr.substr(dash + 2);
+      std::optional<std::string> required;  // ${NAME:?hint}, as in the shell
+      if (size_t colon = expr.find(':'); colon != std::string::npos && colon + 1 < expr.size() &&
+                                         (expr[colon + 1] == '-' || expr[colon + 1] == '?')) {
+        name = expr.substr(0, colon);
+        (expr[colon + 1] == '-' ? fallback : required) = expr.substr(colon + 2);
       }
       if (name.empty()) {
         return InvalidArgument(node.origin().ToString() + ": empty variable name in '${}'");
       }
       std::optional<std::string> value = env(name);
+      if (required && (!value || value->empty())) {
+        node = ConfigNode::RequiredUnset(name, *required, in, node.origin());
+        return Status::Ok();
+      }
       if (!value) value = fallback;
       if (!value) {
         return InvalidArgument(node.origin().ToString() + ": environment variable " + name +
@@ -296,26 +311,62 @@ Status ApplyOverride(ConfigNode& root, const std::string& assignment) {
   restamp(value);
 
   if (!root.is_map()) root = ConfigNode::Map(Origin{where, 0, 0});
+  // Each component is a key, optionally followed by list indexes: `endpoints[1]`.
   ConfigNode* cur = &root;
   size_t start = 0;
   while (true) {
-    size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const size_t dot = path.find('.', start);
+    const bool last = dot == std::string::npos;
+    const std::string component = path.substr(start, last ? std::string::npos : dot - start);
+    const size_t bracket = component.find('[');
+    const std::string key = component.substr(0, bracket);
     if (key.empty()) return InvalidArgument(where + ": empty component in key path");
-    if (dot == std::string::npos) {
-      if (ConfigNode* existing = cur->Find(key)) {
-        existing->MergeFrom(value);
+    std::vector<size_t> indexes;
+    for (size_t b = bracket; b != std::string::npos && b < component.size();) {
+      const size_t close = component.find(']', b);
+      const std::string digits =
+          close == std::string::npos ? "" : component.substr(b + 1, close - b - 1);
+      if (component[b] != '[' || digits.empty() ||
+          digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) {
+        return InvalidArgument(where + ": '" + component + "': expected key or key[N]");
+      }
+      indexes.push_back(std::stoul(digits));
+      b = close + 1;
+    }
+    ConfigNode* next = cur->Find(key);
+    if (indexes.empty() && last) {
+      if (next != nullptr) {
+        next->MergeFrom(value);
       } else {
         cur->Set(key, std::move(value));
       }
       return Status::Ok();
     }
-    ConfigNode* next = cur->Find(key);
-    if (next == nullptr) {
+    if (next == nullptr && indexes.empty()) {
       cur->Set(key, ConfigNode::Map(Origin{where, 0, 0}));
       next = cur->Find(key);
-    } else if (!next->is_map()) {
-      return InvalidArgument(where + ": '" + key + "' is not a section (it is set at " +
+    }
+    std::string at = key;
+    for (size_t index : indexes) {
+      if (next == nullptr || !next->is_sequence()) {
+        return InvalidArgument(
+            where + ": '" + at + "' is not a list" +
+            (next == nullptr ? "" : " (it is set at " + next->origin().ToString() + ")"));
+      }
+      if (index >= next->items().size()) {
+        return InvalidArgument(where + ": '" + at + "' has " +
+                               std::to_string(next->items().size()) + " items (index " +
+                               std::to_string(index) + ")");
+      }
+      next = &next->items()[index];
+      at += "[" + std::to_string(index) + "]";
+    }
+    if (last) {
+      next->MergeFrom(value);
+      return Status::Ok();
+    }
+    if (!next->is_map()) {
+      return InvalidArgument(where + ": '" + at + "' is not a section (it is set at " +
                              next->origin().ToString() + ")");
     }
     cur = next;

@@ -55,6 +55,14 @@ class ConfigNode {
   // For an interpolated scalar: the text before interpolation ("${OPENAI_API_KEY}").
   const std::string& raw() const { return raw_; }
   void set_raw(std::string raw) { raw_ = std::move(raw); }
+  // A required key left unset: the value was `${NAME:?hint}` and NAME is unset or empty. The
+  // node is null; binding it is an error naming the key, NAME and the hint (binder.cc) unless
+  // `--set` replaced it first.
+  bool required_unset() const { return !required_var_.empty(); }
+  const std::string& required_var() const { return required_var_; }
+  const std::string& required_hint() const { return required_hint_; }
+  static ConfigNode RequiredUnset(std::string var, std::string hint, std::string raw,
+                                  Origin origin);
 
   // Maps keep insertion order so the resolved config reads like the source.
   std::vector<std::pair<std::string, ConfigNode>>& entries() { return entries_; }
@@ -79,6 +87,8 @@ class ConfigNode {
   bool quoted_ = false;
   bool secret_ = false;
   std::string raw_;
+  std::string required_var_;
+  std::string required_hint_;
   std::vector<std::pair<std::string, ConfigNode>> entries_;
   std::vector<ConfigNode> items_;
 };
@@ -93,13 +103,17 @@ Result<ConfigNode> ParseYaml(const std::string& text, const std::string& file);
 // Loads a config file and resolves, in this order:
 //  1. `include:` (a path or a list of paths, relative to the including file), merged first so
 //     that the including file overrides what it includes; cycles are an error;
-//  2. `${NAME}` and `${NAME:-default}` in scalars from the environment (`$${` is a literal `${`).
+//  2. `${NAME}` and `${NAME:-default}` in scalars from the environment (`$${` is a literal `${`),
+//     and `${NAME:?hint}`: a required key, which NAME or a later `--set` must give (unset, the
+//     node is left ConfigNode::required_unset() for the binder to report).
 Result<ConfigNode> LoadFile(const std::string& path, const EnvLookup& env = ProcessEnv());
 
 // Applies one `a.b.c=value` override; the value is parsed as a YAML scalar or flow collection.
+// A component may index an existing list: `endpoints[1].base_url=http://host:8001`.
 Status ApplyOverride(ConfigNode& root, const std::string& assignment);
 
-// Resolves `${...}` in every scalar under `node`.
+// Resolves `${...}` in every scalar under `node`. `${NAME:?hint}` with NAME unset or empty is
+// no error here (a `--set` may still give the key): the scalar becomes a required_unset() node.
 Status InterpolateEnv(ConfigNode& node, const EnvLookup& env);
 
 }  // namespace allot::config

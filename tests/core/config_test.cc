@@ -290,6 +290,93 @@ TEST(ConfigTest, MissingEnvVarIsAnErrorWithLine) {
       << s.message();
 }
 
+// A required key, `${NAME:?hint}`: left unset it is no load error (a --set may still give it)
+// but a binding error that names the file and line, the key, the variable and the hint, every
+// such key at once.
+TEST(ConfigTest, RequiredKeysLeftUnsetAreNamedWithTheirHints) {
+  auto node = ParseYaml(
+      "name: \"${ALLOT_T_NAME:?the run's name, e.g. r1}\"\n"
+      "endpoints:\n  - name: a\n  - name: \"${ALLOT_T_EP:?the second endpoint}\"\n",
+      "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(InterpolateEnv(*node, [](const std::string& n) -> std::optional<std::string> {
+                if (n == "ALLOT_T_EP") return "";  // empty counts as unset, as in the shell
+                return std::nullopt;
+              }).ok());
+  Root r;
+  Status s = Load(*node, r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("x.yaml:1:7: name: required, not set: the run's name, e.g. r1 "
+                             "(set ALLOT_T_NAME or --set name=...)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("x.yaml:4:11: endpoints[1].name: required, not set: the second "
+                             "endpoint (set ALLOT_T_EP or --set endpoints[1].name=...)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ConfigTest, RequiredKeyIsGivenByItsVariableOrAnOverride) {
+  const std::string text =
+      "name: \"${ALLOT_T_NAME:?the run's name}\"\nendpoints:\n"
+      "  - {name: \"${ALLOT_T_EP:?an endpoint}\", usd_per_m_input: 1}\n";
+  auto node = ParseYaml(text, "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(InterpolateEnv(*node, [](const std::string& n) -> std::optional<std::string> {
+                if (n == "ALLOT_T_NAME") return "from-env";
+                return std::nullopt;
+              }).ok());
+  ASSERT_TRUE(ApplyOverride(*node, "endpoints[0].name=from-set").ok());
+  Root r;
+  std::map<std::string, std::string> paths;
+  ASSERT_TRUE(Load(*node, r, &paths).ok());
+  EXPECT_EQ(r.name, "from-env");
+  EXPECT_EQ(r.endpoints[0].name, "from-set");
+  EXPECT_DOUBLE_EQ(r.endpoints[0].usd_per_m_input, 1.0);  // the item's other keys stay
+  // The variable's value is printed back as the placeholder (resume re-resolves it).
+  EXPECT_NE(ToYaml(r, {.secret_paths = paths}).find("${ALLOT_T_NAME:?the run's name}"),
+            std::string::npos);
+}
+
+// A command that reads part of a recipe (a rollout worker: its rollout section) is not stopped
+// by the other sections' required keys; they keep their defaults and print as placeholders.
+TEST(ConfigTest, RequiredKeysOutsideTheRequiredSectionsKeepTheirDefaults) {
+  auto node = ParseYaml("name: \"${ALLOT_T_NAME:?the run's name}\"\ndqn:\n  lr: 0.5\n", "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(InterpolateEnv(*node, [](const std::string&) { return std::nullopt; }).ok());
+  Root r;
+  std::map<std::string, std::string> paths;
+  const std::vector<std::string> read = {"dqn"};
+  ASSERT_TRUE(Load(*node, r, &paths, nullptr, &read).ok());
+  EXPECT_EQ(r.name, "default");
+  EXPECT_DOUBLE_EQ(r.dqn.lr, 0.5);
+  EXPECT_NE(ToYaml(r, {.secret_paths = paths}).find("name: ${ALLOT_T_NAME:?the run's name}"),
+            std::string::npos)
+      << ToYaml(r, {.secret_paths = paths});
+  const std::vector<std::string> all = {"dqn", "name"};
+  EXPECT_FALSE(Load(*node, r, nullptr, nullptr, &all).ok());
+}
+
+TEST(ConfigTest, OverrideIndexesAListItem) {
+  auto node = ParseYaml("endpoints:\n  - {name: a}\n  - {name: b}\n", "x.yaml");
+  ASSERT_TRUE(node.ok());
+  ASSERT_TRUE(ApplyOverride(*node, "endpoints[1].usd_per_m_input=2.5").ok());
+  Root r;
+  ASSERT_TRUE(Load(*node, r).ok());
+  EXPECT_EQ(r.endpoints[1].name, "b");
+  EXPECT_DOUBLE_EQ(r.endpoints[1].usd_per_m_input, 2.5);
+  EXPECT_DOUBLE_EQ(r.endpoints[0].usd_per_m_input, 0.0);
+  Status past = ApplyOverride(*node, "endpoints[2].name=c");
+  EXPECT_NE(past.message().find("--set endpoints[2].name: 'endpoints' has 2 items (index 2)"),
+            std::string::npos)
+      << past.message();
+  Status not_list = ApplyOverride(*node, "name[0]=c");
+  EXPECT_NE(not_list.message().find("'name' is not a list"), std::string::npos)
+      << not_list.message();
+  EXPECT_FALSE(ApplyOverride(*node, "endpoints[x].name=c").ok());
+  EXPECT_FALSE(ApplyOverride(*node, "endpoints[1.name=c").ok());
+}
+
 TEST(ConfigTest, EscapedDollarIsLiteral) {
   auto node = ParseYaml("name: cost$${X}\n", "x.yaml");
   ASSERT_TRUE(node.ok());

@@ -493,7 +493,10 @@ TEST_F(DeepToolEnvTest, ThePaperRecipeBuildsTheEnvAndRunsAStepInstance) {
     ASSERT_NE(p, std::string::npos) << from;
     recipe.replace(p, from.size(), to);
   };
-  replace("${ALLOT_POLICY_URL:-http://127.0.0.1:8000}", server_.url());
+  replace(
+      "${ALLOT_POLICY_URL:?URL of the policy's OpenAI-compatible server, with LoRA loading "
+      "(vLLM --enable-lora or allot serve), e.g. http://127.0.0.1:8000}",
+      server_.url());
   replace("dir: configs/prompts/deeptool",
           "dir: " + std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/deeptool");
   auto env = DeepToolEnv::FromConfigText(recipe);
