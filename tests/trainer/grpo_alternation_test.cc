@@ -14,6 +14,7 @@
 #include "llm/serve/server.h"
 #include "models/causal_lm.h"
 #include "models/cpu_threads.h"
+#include "models/peft.h"
 #include "tests/llm/serve/serve_fixture.h"
 #include "tests/models/tiny_model.h"
 #include "tests/trainer/tag_env.h"
@@ -242,6 +243,42 @@ TEST(GrpoRoleAdaptersTest, AnUpdateMovesOnlyTheActiveRolesAdapter) {
   EXPECT_TRUE(Same(d1, Copy(*decomposer)));
   EXPECT_FALSE(Same(a1, Copy(*allocator)));
   EXPECT_EQ((*model)->linear_sites()[0].linear->lora_spec().r, 8);
+}
+
+// Table 7: each role continues its own SFT cold start (rank 32 decomposer, 64 allocator). Each
+// adapter starts as its init_from was saved, and with a KL term each role's reference is its own
+// cold start, not the other's and not the base.
+TEST(GrpoRoleAdaptersTest, EachRoleStartsFromItsOwnColdStart) {
+  const std::string dir =
+      models::testing::WriteTinyModel(models::testing::MakeTempDir("grpo_role_cold"));
+  GrpoConfig g = TwoAdapterConfig();
+  g.kl_coef = 0.1;
+  std::vector<std::vector<at::Tensor>> saved;
+  for (size_t i = 0; i < 2; ++i) {
+    auto sft = models::CausalLMImpl::Load(dir);
+    ASSERT_TRUE(sft.ok());
+    models::LoraConfig& c = g.alternation.adapters[i];
+    ASSERT_TRUE(models::ApplyLoraConfig(**sft, c).ok());
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(11 + static_cast<uint64_t>(i));
+    for (const at::Tensor& t : (*sft)->LoraParameters()) t.normal_(0.0, 0.1);  // as SFT left it
+    c.init_from = models::testing::MakeTempDir("grpo_role_cold_" + std::to_string(i));
+    ASSERT_TRUE(models::SaveAdapter(**sft, c.init_from, dir).ok());
+    std::vector<at::Tensor> copy;
+    for (const at::Tensor& t : (*sft)->LoraParameters()) copy.push_back(t.detach().clone());
+    saved.push_back(std::move(copy));
+  }
+  auto model = models::CausalLMImpl::Load(dir);
+  ASSERT_TRUE(model.ok());
+  auto roles = RoleAdapters::Create(**model, g, nullptr);
+  ASSERT_TRUE(roles.ok()) << roles.status().message();
+  const RoleAdapters::Adapter* decomposer = (*roles)->Find("decomposer");
+  const RoleAdapters::Adapter* allocator = (*roles)->Find("allocator");
+  EXPECT_TRUE(Same(Copy(*decomposer), saved[0]));
+  EXPECT_TRUE(Same(Copy(*allocator), saved[1]));
+  EXPECT_TRUE(Same(decomposer->reference, saved[0]));
+  EXPECT_TRUE(Same(allocator->reference, saved[1]));
+  EXPECT_FALSE(decomposer->reference[0].is_same(decomposer->tensors[0]));  // a copy, kept fixed
 }
 
 class ServedTinyModel {
