@@ -49,7 +49,8 @@ void AddToolCommands(CLI::App& app, int* exit_code) {
   r->add_option("--recipe", rw->recipe, "recipe file or name (configs/<name>.yaml)")->required();
   r->add_option("--pred", rw->req.pred, "the policy's output (CogER: the router's, with its tag)")
       ->required();
-  r->add_option("--gold", rw->req.gold, "the reference answer")->required();
+  r->add_option("--gold", rw->req.gold, "the reference answer (deeptool: the expert's step)")
+      ->required();
   r->add_option("--final", rw->req.final_answer,
                 "CogER L2-L4: the answering model's text the answer is read from");
   r->add_option("--question", rw->req.question, "the question (for question-keyed terms)");

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "rewards/action_reward.h"
 #include "rewards/coger_rewards.h"
+#include "rewards/gestalt.h"
 
 namespace allot::envs::coger {
 
@@ -29,8 +31,11 @@ Result<std::vector<bool>> ParseLevelCorrect(const std::string& text) {
 }
 
 Result<nlohmann::json> ExplainReward(rewards::RewardConfig config, const RewardReportRequest& req) {
-  bool hierarchy = false;
-  for (const auto& t : config.terms) hierarchy |= t.name == "hierarchy";
+  auto has_term = [&](const std::string& name) {
+    return std::any_of(config.terms.begin(), config.terms.end(),
+                       [&](const rewards::RewardTermConfig& t) { return t.name == name; });
+  };
+  const bool hierarchy = has_term("hierarchy");
   std::string lmin_source = "none";
   if (req.lmin && !req.level_correct.empty()) {
     return InvalidArgument("give --lmin or --level-correct, not both");
@@ -58,6 +63,7 @@ Result<nlohmann::json> ExplainReward(rewards::RewardConfig config, const RewardR
   in.response = req.pred;
   in.final_response = req.final_answer;
   in.reference = req.gold;
+  in.reference_step = req.gold;  // DeepTool: the expert's step that the action is scored against
   in.min_level = req.lmin;
   in.level_correct = req.level_correct;
   ALLOT_ASSIGN_OR_RETURN(rewards::RewardBreakdown b, reward->Compute(in));
@@ -71,12 +77,30 @@ Result<nlohmann::json> ExplainReward(rewards::RewardConfig config, const RewardR
         {{"name", t.name}, {"value", v}, {"weight", t.weight}, {"weighted", v * t.weight}});
   }
   out["terms"] = terms;
-  Result<rewards::LevelTag> tag = rewards::ParseLevelTag(req.pred, config.format);
-  if (tag.ok()) {
-    out["level_tag"] = {{"level", tag->level}, {"answer_before_tag", tag->answer}};
-  } else {
-    out["level_tag"] = {{"error", tag.status().message()}};
+  if (has_term("format") || hierarchy) {
+    Result<rewards::LevelTag> tag = rewards::ParseLevelTag(req.pred, config.format);
+    if (tag.ok()) {
+      out["level_tag"] = {{"level", tag->level}, {"answer_before_tag", tag->answer}};
+    } else {
+      out["level_tag"] = {{"error", tag.status().message()}};
+    }
   }
+  if (has_term("action")) {
+    // DeepTool Eq. 8: the Gestalt similarity of the two actions, before the format gate.
+    Result<rewards::ToolStep> step = rewards::ParseToolStep(req.pred, config.action);
+    Result<rewards::ToolStep> reference = rewards::ParseToolStep(req.gold, config.action);
+    nlohmann::json action;
+    if (step.ok() && reference.ok()) {
+      action["gestalt"] = rewards::GestaltSimilarity(step->action, reference->action);
+      action["gate"] = step->terminal == reference->terminal;
+    } else {
+      action["gestalt"] = nullptr;
+      action["error"] = step.ok() ? "--gold: " + reference.status().message()
+                                  : "--pred: " + step.status().message();
+    }
+    out["action"] = action;
+  }
+  if (!hierarchy && lmin_source == "none") return out;  // no CogER oracle in this recipe
   if (req.lmin) {
     out["lmin"] = *req.lmin;
   } else if (!req.level_correct.empty()) {

@@ -78,5 +78,39 @@ TEST(CogerRewardReportTest, MissingOracleAndBadInputsAreErrors) {
   EXPECT_TRUE((*j)["level_tag"].contains("error"));
 }
 
+// `allot reward --recipe deeptool`: the action term scores --pred against --gold, the expert's
+// step. --gold never reached RewardInput::reference_step, so every input failed ("reference
+// step: expected <think>").
+TEST(CogerRewardReportTest, DeepToolActionTermReadsTheExpertStepFromGold) {
+  rewards::RewardConfig config;
+  config.terms = {{"action", 1.0}};  // configs/deeptool.yaml
+  RewardReportRequest req;
+  req.pred = "<think>add them</think>\n<code>print(1 + 2)</code>";
+  req.gold = "<think>sum</think><code>print(1+2)</code>";
+  auto j = ExplainReward(config, req);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  // difflib.SequenceMatcher(None, "print(1 + 2)", "print(1+2)").ratio()
+  EXPECT_NEAR(Term(*j, "action"), 0.9090909090909091, 1e-12);
+  EXPECT_NEAR((*j)["action"]["gestalt"].get<double>(), 0.9090909090909091, 1e-12);
+  EXPECT_TRUE((*j)["action"]["gate"].get<bool>());
+  EXPECT_FALSE(j->contains("level_tag")) << "no CogER term, no level tag";
+  EXPECT_FALSE(j->contains("lmin"));
+  // A final answer where the expert called a tool: the gate closes the reward (Eq. 7), and the
+  // report still shows the similarity it gated.
+  req.pred = "<think>done</think><answer>print(1+2)</answer>";
+  j = ExplainReward(config, req);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(Term(*j, "action"), 0.0);
+  EXPECT_EQ((*j)["action"]["gestalt"].get<double>(), 1.0);
+  EXPECT_FALSE((*j)["action"]["gate"].get<bool>());
+  // A malformed policy step scores 0 and says why.
+  req.pred = "print(1+2)";
+  j = ExplainReward(config, req);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(Term(*j, "action"), 0.0);
+  EXPECT_TRUE((*j)["action"]["gestalt"].is_null());
+  EXPECT_NE((*j)["action"]["error"].get<std::string>().find("--pred"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace allot::envs::coger
