@@ -150,13 +150,14 @@ PY
 cpu=(--set model.device=cpu --set "run.output_dir=$out/runs")
 
 # --- 3. CogER ----------------------------------------------------------------------------------
+# G = 12 as shipped: 2 queries x 12 a step (the recipe's micro-batch, 24 episodes per pass, fits).
 "$allot" train -c configs/coger.yaml "${cpu[@]}" \
   --set "model.path=$out/pool/router" \
   --set "endpoints[0].base_url=$(url router)" --set "endpoints[1].base_url=$(url medium)" \
   --set "endpoints[2].base_url=$(url large)" \
   --set "train_data.path=$data/train.jsonl" --set "env.coger.lmin.cache_path=$out/lmin.jsonl" \
-  --set trainer.total_steps=2 --set grpo.group_size=2 --set grpo.prompts_per_step=2 \
-  --set grpo.grad_accum=1 --set grpo.micro_batch_size=0 --set env.coger.router_max_tokens=24 \
+  --set trainer.total_steps=2 --set grpo.prompts_per_step=2 --set grpo.grad_accum=1 \
+  --set env.coger.router_max_tokens=24 \
   --set env.coger.limits.max_turn_tokens=24 \
   --set env.coger.cotool.selector_model.max_tokens=24 \
   > "$out/logs/coger.log" 2>&1 || fail "coger: allot train:"$'\n'"$(tail -15 "$out/logs/coger.log")"
