@@ -208,6 +208,69 @@ TEST(GrpoOverlongTest, DapoRamp) {
   EXPECT_EQ(OverlongPenalty(150, {.max_tokens = 100, .buffer = 0}), 0.0);
 }
 
+// Multi-turn episodes are shaped per turn. Catches the learner comparing a whole episode with
+// one turn's budget: three 6-token turns of an 8-token budget each sum to 18 tokens, which the
+// old shaping (OverlongPenalty(TrainableTokens(t)) with max_tokens 8) punished fully (-1),
+// though no turn came near its own limit's end.
+TEST(GrpoOverlongTest, EachTurnAgainstItsOwnBudgetAndTheEpisodeTakesTheWorst) {
+  const OverlongOptions o{.max_tokens = 8, .buffer = 4, .penalty = 1.0};
+  // Each turn: 6 tokens, 2 into the 4-token window before 8: -0.5.
+  EXPECT_NEAR(EpisodeOverlongPenalty({{6, 8}, {6, 8}, {6, 8}}, o), -0.5, 1e-12);
+  EXPECT_NEAR(OverlongPenalty(18, o), -1.0, 1e-12);  // the whole episode against one budget
+  // The worst turn, not the sum (-0.75) nor the mean: one turn at its budget is -1.
+  EXPECT_NEAR(EpisodeOverlongPenalty({{6, 8}, {5, 8}, {8, 8}}, o), -1.0, 1e-12);
+  EXPECT_NEAR(EpisodeOverlongPenalty({{6, 8}, {5, 8}}, o), -0.5, 1e-12);
+  // A turn's own budget decides, not options.max_tokens: 6 tokens of a 6-token budget are at
+  // the limit; 6 of 100 are nowhere near it. A turn with no recorded budget uses max_tokens.
+  EXPECT_NEAR(EpisodeOverlongPenalty({{6, 6}}, o), -1.0, 1e-12);
+  EXPECT_EQ(EpisodeOverlongPenalty({{6, 100}}, o), 0.0);
+  EXPECT_NEAR(EpisodeOverlongPenalty({{7, 0}}, o), -0.75, 1e-12);
+  // The window never reaches past the start of a short budget: 1 of 2 tokens is halfway.
+  EXPECT_NEAR(EpisodeOverlongPenalty({{1, 2}}, o), -0.5, 1e-12);
+  EXPECT_EQ(EpisodeOverlongPenalty({}, o), 0.0);
+  EXPECT_EQ(EpisodeOverlongPenalty({{8, 8}}, {.max_tokens = 8, .buffer = 0}), 0.0);
+}
+
+// The turns the shaping sees: each trainable segment with the budget the env recorded.
+TEST(GrpoOverlongTest, PolicyTurnsAreTheTrainableSegmentsWithTheirBudgets) {
+  v1::Trajectory t;
+  auto* p = t.add_segments();
+  p->set_role(v1::SEGMENT_ROLE_PROMPT);
+  for (int id : {1, 2, 3}) p->add_ids(id);
+  for (int n : {4, 2}) {
+    auto* a = t.add_segments();
+    a->set_role(v1::SEGMENT_ROLE_POLICY);
+    a->set_trainable(true);
+    a->set_max_tokens(static_cast<uint32_t>(2 * n));
+    for (int k = 0; k < n; ++k) a->add_ids(7);
+    auto* tool = t.add_segments();
+    tool->set_role(v1::SEGMENT_ROLE_TOOL);
+    for (int k = 0; k < 9; ++k) tool->add_ids(8);
+  }
+  const std::vector<PolicyTurn> turns = PolicyTurns(t);
+  ASSERT_EQ(turns.size(), 2u);
+  EXPECT_EQ(turns[0].tokens, 4);
+  EXPECT_EQ(turns[0].budget, 8);
+  EXPECT_EQ(turns[1].tokens, 2);
+  EXPECT_EQ(turns[1].budget, 4);
+}
+
+// Dynamic sampling's test of a group is the advantages' own input. Catches judging flatness on
+// the raw outcome alone: DeepTool's step-wise instances have outcome 0 in every episode and
+// their signal in the step rewards, so every group looked flat and was dropped.
+TEST(GrpoAdvantageTest, FlatGroupLooksAtTheStepRewardsToo) {
+  EXPECT_TRUE(FlatGroup({0, 0, 0}, {}));
+  EXPECT_TRUE(FlatGroup({0, 0, 0}, {{}, {}, {}}));
+  EXPECT_TRUE(FlatGroup({1, 1}, {{0.5}, {0.5}}));
+  EXPECT_FALSE(FlatGroup({0, 0, 0}, {{0.2}, {0.9}, {0.2}}));  // outcome flat, steps not
+  EXPECT_FALSE(FlatGroup({0, 1}, {{0.5}, {0.5}}));
+  // Flat exactly when both advantage kinds are 0 for every output.
+  const std::vector<int64_t> g = {0, 0, 0};
+  const auto step = StepAdvantages({{0.2}, {0.9}, {0.2}}, g);
+  EXPECT_NE(step[1][0], 0.0);
+  for (double a : GroupAdvantages({0, 0, 0}, g)) EXPECT_EQ(a, 0.0);
+}
+
 TEST(GrpoLagrangeTest, DualAscentAndShaping) {
   LagrangeMultiplier lm(/*budget=*/2.0, /*lr=*/0.5, /*initial=*/0.0);
   // Mean cost 3 over a budget of 2: violation 0.5, lambda 0 + 0.5 * 0.5 = 0.25.

@@ -45,7 +45,6 @@ GrpoRunOptions TagRunOptions(const std::string& model_dir, const std::string& ur
   GrpoRunOptions o;
   o.grpo.group_size = 8;
   o.grpo.prompts_per_step = 2;
-  o.grpo.grad_accum = 2;
   o.grpo.lr = 2e-2;
   o.grpo.max_tokens = 8;
   o.grpo.temperature = 1.0;
@@ -363,7 +362,7 @@ TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
                           torch::optim::AdamWOptions(1e-2).weight_decay(0.0));
   StepMetrics m;
   int64_t ref_passes = 0;
-  UpdateOptions uo{.updates = 2, .grad_accum = 2, .lr = 1e-2};
+  UpdateOptions uo{.updates = 2, .micro_batch_size = 1, .lr = 1e-2};
   uo.loss.kl_coef = 0.0;
   ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m, &ref_passes).ok());
   EXPECT_EQ(ref_passes, 0);
@@ -482,6 +481,8 @@ TEST(GrpoOptimIntegrationTest, TrainerAppliesTheRecipesSchedule) {
 
 // Prompts cycle flat, normal, normal: with two groups a step, the flat group of each step has zero
 // reward variance and is dropped, one replacement is drawn, and the step trains on two groups.
+// Normal items sample 32 tokens: four 8-token completions all without a tag character (a normal
+// group that is flat by chance) came up often enough to make the counts depend on the seed.
 GrpoRunOptions DynamicSamplingOptions(const ServedTinyModel& served, const std::string& run,
                                       uint64_t seed) {
   auto o = TagRunOptions(served.model_dir(), served.url(), run);
@@ -490,8 +491,10 @@ GrpoRunOptions DynamicSamplingOptions(const ServedTinyModel& served, const std::
   o.grpo.group_size = 4;
   o.grpo.dynamic_sampling = true;
   o.grpo.max_refill_groups = 2;
+  o.grpo.micro_batch_size = 4;  // two passes over a step's 8 episodes
   o.prompts = {R"({"prompt": "<question_level>L", "flat": true})",
-               R"({"prompt": "<question_level>L"})", R"({"prompt": "<question_level>L"})"};
+               R"({"prompt": "<question_level>L", "max_tokens": 32})",
+               R"({"prompt": "<question_level>L", "max_tokens": 32})"};
   return o;
 }
 
@@ -628,6 +631,63 @@ TEST(GrpoFailureIntegrationTest, PolicyFailuresStayInTheirGroupEndpointFailuresL
   EXPECT_EQ(dropped.value("episodes/failed", -1.0), 1.0) << dropped.dump();
   EXPECT_EQ(dropped.value("episodes/failed_scored", -1.0), 0.0) << dropped.dump();
   EXPECT_EQ(dropped.value("episodes/failed/endpoint_error", -1.0), 1.0) << dropped.dump();
+}
+
+// DeepTool's step-wise instances: the outcome is 0 in every episode and the signal is in the
+// step rewards. Catches dynamic sampling judging flatness on the raw outcome: every group was
+// dropped as zero-variance, and the steps advanced with no update (policy version 1 at the end).
+TEST(GrpoDynamicSamplingIntegrationTest, StepRewardsKeepAGroupWhoseOutcomeIsFlat) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  ServedTinyModel served(1);
+  const std::string run = models::testing::MakeTempDir("grpo_dyn_steps");
+  auto o = DynamicSamplingOptions(served, run, 11);
+  o.prompts = {R"({"prompt": "<question_level>L", "flat": true, "step_reward": true})"};
+  o.total_steps = 2;
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto metrics = MetricsWriter::Open(run + "/metrics.jsonl", "");
+  ASSERT_TRUE(metrics.ok());
+  auto summary = (*t)->Run(metrics->get(), nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  metrics->reset();
+  EXPECT_EQ(summary->policy_version, 3u);  // one update per step
+  const auto lines = MetricLines(run + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& j : lines) {
+    // Groups are judged on their step rewards: one whose four completions happen to score alike
+    // may be dropped, but not every group drawn.
+    const double groups = j.value("episodes", 0.0) / 4;
+    EXPECT_LT(j.value("groups/zero_variance", -1.0), groups - 1) << j.dump();
+    EXPECT_EQ(j.value("reward/mean", -1.0), 0.0) << j.dump();  // the outcome is flat
+    EXPECT_GT(j.value("trained_tokens", 0.0), 0.0) << j.dump();
+  }
+}
+
+// A recipe whose groups never vary (here: every reward 0, no step rewards) trains nothing under
+// dynamic sampling. Catches a run that advanced its steps with no update and ended "ok": it must
+// fail after grpo.max_empty_steps (3) such steps, naming dynamic sampling as the cause.
+TEST(GrpoDynamicSamplingIntegrationTest, StepsWithEveryGroupDroppedFailTheRun) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  ServedTinyModel served(1);
+  const std::string run = models::testing::MakeTempDir("grpo_dyn_empty");
+  auto o = DynamicSamplingOptions(served, run, 11);
+  o.prompts = {R"({"prompt": "<question_level>L", "flat": true})"};
+  o.grpo.max_refill_groups = 1;
+  o.total_steps = 6;
+  int64_t steps_done = 0;
+  o.on_step_end = [&](int64_t step) { steps_done = step; };
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto summary = (*t)->Run(nullptr, nullptr);
+  ASSERT_FALSE(summary.ok()) << "six steps without an update passed";
+  const std::string msg = summary.status().message();
+  EXPECT_NE(msg.find("dynamic sampling"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("grpo.max_empty_steps"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3 steps in a row"), std::string::npos) << msg;
+  EXPECT_EQ(steps_done, 2);  // the third empty step fails before it counts
+  EXPECT_EQ((*t)->policy_version(), 1u);
 }
 
 // A learner that resumes against the endpoint its earlier process used takes over the adapter
@@ -867,6 +927,124 @@ TEST(GrpoDataParallelIntegrationTest, FailureOnRankZeroEndsTheOtherRanks) {
   EXPECT_NE(messages[0].find(server.url()), std::string::npos) << messages[0];
   EXPECT_NE(messages[1].find("rank 0 failed"), std::string::npos) << messages[1];
   EXPECT_NE(messages[1].find(server.url()), std::string::npos) << messages[1];
+}
+
+// --- gradient accumulation -----------------------------------------------------------------------
+
+GrpoRunOptions AccumulationOptions(const std::string& model_dir, const std::string& url,
+                                   const std::string& run, int prompts_per_step, int grad_accum) {
+  auto o = TagRunOptions(model_dir, url, run);
+  o.total_steps = 1;
+  o.grpo.prompts_per_step = prompts_per_step;
+  o.grpo.grad_accum = grad_accum;
+  o.grpo.lora.lora_dropout = 0.0;  // masks drawn per micro-batch would differ between splits
+  o.grpo.lora.seed = 3;
+  return o;
+}
+
+// grad_accum K means K collected batches per optimizer step (TRL's gradient_accumulation_steps):
+// K = 2 on batches of one group takes the step one batch of two groups takes, and publishes one
+// version. Catches grad_accum splitting one batch into micro-batches (the same update for any
+// value): K = 2 then trained on one group, as K = 1 does.
+TEST(GrpoGradAccumIntegrationTest, TwoAccumulatedBatchesTakeTheStepOfTheirUnion) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_accum");
+  auto train = [&](const std::string& name, int prompts, int accum, uint64_t* version) {
+    ServedTinyModel served(1);
+    auto o =
+        AccumulationOptions(served.model_dir(), served.url(), base + "/" + name, prompts, accum);
+    auto t = GrpoTrainer::Create(o);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    if (!t.ok()) return std::vector<at::Tensor>{};
+    auto s = (*t)->Run(nullptr, nullptr);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    if (version != nullptr && s.ok()) *version = s->policy_version;
+    return AdapterTensors((*t)->policy());
+  };
+  std::vector<at::Tensor> start;
+  {
+    const std::string model_dir = llm::serve::testing::WriteServableTinyModel("grpo_accum0", 7);
+    auto t = GrpoTrainer::Create(
+        AccumulationOptions(model_dir, "http://127.0.0.1:1", base + "/start", 1, 1));
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    start = AdapterTensors((*t)->policy());
+  }
+  uint64_t accum_version = 0;
+  const auto accumulated = train("accum", 1, 2, &accum_version);
+  const auto union_batch = train("union", 2, 1, nullptr);
+  const auto one_batch = train("one", 1, 1, nullptr);
+  ASSERT_FALSE(accumulated.empty() || union_batch.empty() || one_batch.empty());
+  const double moved = MaxDiff(start, union_batch);
+  ASSERT_GT(moved, 1e-2) << "the update did not move the adapter";
+  const double off = MaxDiff(accumulated, union_batch);
+  std::printf("grad_accum 2 x 1 group vs 1 x 2 groups: max |diff| %.3g, moved %.3g\n", off, moved);
+  EXPECT_LT(off, 1e-3 * moved) << "grad_accum 2 differs from one step on the union batch";
+  EXPECT_GT(MaxDiff(one_batch, union_batch), 1e-2 * moved) << "the test cannot fail";
+  EXPECT_EQ(accum_version, 2u);  // one optimizer step, one published version
+  // Two groups drawn in the one step: the cursor the checkpoint keeps.
+  std::ifstream state(base + "/accum/checkpoints/" + CheckpointStore::StepDirName(1) +
+                      "/state.json");
+  EXPECT_EQ(nlohmann::json::parse(state).value("cursor", int64_t{-1}), 2);
+}
+
+// The micro-batch is memory only: one pass or one episode per pass, the same step.
+TEST(GrpoPolicyUpdateTest, MicroBatchSizeDoesNotChangeTheUpdate) {
+  const std::string dir = models::testing::WriteTinyModel(models::testing::MakeTempDir("grpo_mb"));
+  v1::Trajectory t1, t2, t3;
+  int id = 1;
+  for (auto* t : {&t1, &t2, &t3}) {
+    auto* p = t->add_segments();
+    for (int k = 0; k < 3; ++k) p->add_ids(id++);
+    auto* a = t->add_segments();
+    a->set_trainable(true);
+    for (int k = 0; k < (t == &t2 ? 5 : 2); ++k) a->add_ids(id++);
+  }
+  auto batch = BuildRolloutBatch({{&t1, 1.0, {}, 1.0}, {&t2, -0.5, {}, 1.0}, {&t3, 0.7, {}, 1.0}});
+  ASSERT_TRUE(batch.ok());
+  std::vector<at::Tensor> start;
+  auto step = [&](int64_t micro) {
+    auto model = models::CausalLMImpl::Load(dir);
+    EXPECT_TRUE(model.ok());
+    EXPECT_TRUE((*model)->AttachLora({.r = 4, .alpha = 8.0}, {"q_proj", "v_proj"}, 1).ok());
+    start = AdapterTensors(**model);
+    torch::optim::AdamW opt((*model)->LoraParameters(),
+                            torch::optim::AdamWOptions(1e-2).weight_decay(0.0));
+    UpdateOptions uo{.micro_batch_size = micro, .lr = 1e-2};
+    uo.loss.aggregation = Aggregation::kTokenMean;
+    uo.loss.truncated_is = false;  // the batch carries no rollout log-probs
+    StepMetrics m;
+    EXPECT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m).ok());
+    return AdapterTensors(**model);
+  };
+  const auto whole = step(0);
+  const auto single = step(1);
+  ASSERT_GT(MaxDiff(start, whole), 1e-3);  // the step moved the adapter
+  EXPECT_LT(MaxDiff(whole, single), 1e-6);
+}
+
+// A micro-batch larger than a step's episodes was clamped in silence; it is an error naming the
+// key, in the learner and in `allot config check` (CheckGrpoConfig).
+TEST(GrpoConfigTest, MicroBatchLargerThanAStepIsAnErrorNamingTheKey) {
+  GrpoConfig g;
+  g.group_size = 8;
+  g.prompts_per_step = 2;
+  g.micro_batch_size = 16;
+  EXPECT_TRUE(CheckGrpoConfig(g).ok());
+  g.micro_batch_size = 17;
+  Status s = CheckGrpoConfig(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("grpo.micro_batch_size"), std::string::npos) << s.message();
+  g.grad_accum = 2;  // a step of two batches holds 32 episodes
+  EXPECT_TRUE(CheckGrpoConfig(g).ok());
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string model_dir = llm::serve::testing::WriteServableTinyModel("grpo_mbcheck", 7);
+  auto o = TagRunOptions(model_dir, "http://127.0.0.1:1", models::testing::MakeTempDir("grpo_mb"));
+  o.grpo.micro_batch_size = 40;
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("grpo.micro_batch_size"), std::string::npos)
+      << t.status().message();
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ class TagEnv : public rollout::Env {
     s->set_trainable(true);
     s->set_source("policy");
     s->set_policy_version(VersionOf(done->model));
+    s->set_max_tokens(static_cast<uint32_t>(cr.params.max_tokens.value_or(0)));
     for (size_t k = 0; k < choice.token_ids.size(); ++k) {
       s->add_ids(static_cast<uint32_t>(choice.token_ids[k]));
       s->add_logprobs(k < choice.logprobs.size() ? static_cast<float>(choice.logprobs[k].logprob)
@@ -83,6 +84,12 @@ class TagEnv : public rollout::Env {
     // sampling tests).
     const bool flat = item.is_object() && item.value("flat", false);
     t.set_reward(flat ? 0.0 : alphabet);
+    // "step_reward": true makes the completion one step whose step reward is tag_alphabet, as
+    // DeepTool's step-wise instances carry their signal (with "flat": an outcome of 0).
+    if (item.is_object() && item.value("step_reward", false)) {
+      s->set_step(1);
+      t.add_step_rewards(alphabet);
+    }
     // "oracle_cost_usd": x reports x USD of a reward oracle's calls, as CogER's L_min solver
     // does, apart from the episode's accounting.
     if (item.is_object() && item.contains("oracle_cost_usd")) {

@@ -5,8 +5,10 @@
 //                 ("<question_level>/L1234"); dense, so that a random tiny model starts near
 //                 20/260 and GRPO has signal in nearly every group;
 //   accuracy:     1 when the completion starts with "2</question_level>"' first byte, '2'.
-// reward = tag_alphabet. The policy segment records the adapter version the endpoint answered
-// with (its versioned model name), as the learner's proof of delivery expects.
+// reward = tag_alphabet. Dataset items may set "flat": true (reward 0 for every episode) and
+// "step_reward": true (the completion is step 1, with tag_alphabet as its step reward). The
+// policy segment records the adapter version the endpoint answered with (its versioned model
+// name), as the learner's proof of delivery expects, and the max_tokens it was sampled under.
 //
 // env_config (JSON): {"base_url": "...", "base_model": "...", "prefix": "policy"}, and with
 // "roles": ["decomposer", "allocator"] one turn per role instead, each from the role's own

@@ -79,4 +79,12 @@ bool ZeroVarianceGroup(const std::vector<double>& rewards, double tolerance) {
   return true;
 }
 
+bool FlatGroup(const std::vector<double>& rewards,
+               const std::vector<std::vector<double>>& step_rewards, double tolerance) {
+  if (!rewards.empty() && !ZeroVarianceGroup(rewards, tolerance)) return false;
+  std::vector<double> pooled;
+  for (const auto& r : step_rewards) pooled.insert(pooled.end(), r.begin(), r.end());
+  return pooled.empty() || ZeroVarianceGroup(pooled, tolerance);
+}
+
 }  // namespace allot::trainer::grpo

@@ -37,8 +37,16 @@ std::vector<std::vector<double>> StepAdvantages(
     const std::vector<std::vector<double>>& step_rewards, const std::vector<int64_t>& group,
     const AdvantageOptions& options = {});
 
-// True when the rewards of every output in `members` are equal (DAPO dynamic sampling drops
-// such groups: they carry no gradient).
+// True when the rewards of every output in `members` are equal.
 bool ZeroVarianceGroup(const std::vector<double>& rewards, double tolerance = 1e-12);
+
+// True when one group carries no advantage signal: its outcome `rewards` (as GroupAdvantages
+// gets them, after every shaping) are all equal, and its `step_rewards` pooled over the outputs
+// (as StepAdvantages gets them; empty when step advantages are off) are all equal too. Every
+// token of such a group then has advantage 0 and no policy gradient; DAPO's dynamic sampling
+// drops it. A group whose outcome is constant but whose step rewards differ (DeepTool's
+// step-wise instances, outcome 0) is not flat.
+bool FlatGroup(const std::vector<double>& rewards,
+               const std::vector<std::vector<double>>& step_rewards, double tolerance = 1e-12);
 
 }  // namespace allot::trainer::grpo

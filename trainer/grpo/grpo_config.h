@@ -45,7 +45,15 @@ struct GrpoConfig {
   std::string policy_endpoint = "policy";  // endpoints[].name serving the policy being trained
   int group_size = 12;                     // CogER: G = 12
   int prompts_per_step = 1;
-  int grad_accum = 4;    // CogER: 4
+  // Gradient accumulation as in TRL (gradient_accumulation_steps) and verl: one step (one
+  // optimizer step, one published adapter) trains on grad_accum collected batches of
+  // prompts_per_step groups each, with the loss normalised over all of them, as one batch of
+  // grad_accum x prompts_per_step groups would be. CogER: 4 (configs/coger.yaml).
+  int grad_accum = 1;
+  // Episodes per forward/backward pass on one learner rank (memory only: the update is the
+  // same for any value; verl's ppo_micro_batch_size_per_gpu). 0: one collected batch
+  // (prompts_per_step x group_size), TRL's per_device_train_batch_size.
+  int micro_batch_size = 0;
   double lr = 5e-5;      // CogER: 5e-5
   double kl_coef = 0.0;  // DeepTool: 0
   double clip_eps = 0.2;
@@ -64,11 +72,18 @@ struct GrpoConfig {
   int updates_per_batch = 1;          // DeepTool: one update per batch
   bool truncated_is = true;           // rollout-vs-learner importance weights (TIS)
   double truncated_is_cap = 2.0;
-  // Dynamic sampling (DAPO): drop groups whose rewards are all equal and draw new ones.
+  // Dynamic sampling (DAPO): drop groups that carry no advantage signal (advantages.h,
+  // FlatGroup: judged on the shaped rewards and step rewards the advantages use) and draw new
+  // ones.
   bool dynamic_sampling = false;
   int max_refill_groups = 8;  // extra groups drawn per step at most
-  // Overlong shaping (DAPO Eq. 13): a penalty ramping from 0 to -overlong_penalty over the last
-  // overlong_buffer tokens before max_tokens. 0 = off.
+  // Steps in a row that end with no group to train on (every group dropped: no advantage
+  // signal under dynamic sampling, stale, or failed) before the run fails naming the cause.
+  int max_empty_steps = 3;
+  // Overlong shaping (DAPO Eq. 13), per policy turn: a penalty ramping from 0 to
+  // -overlong_penalty over the last overlong_buffer tokens before the budget the turn was
+  // sampled under (TokenSegment.max_tokens; max_tokens where the env recorded none); the
+  // episode takes its worst turn's (overlong_shaping.h). 0 = off.
   int overlong_buffer = 0;
   double overlong_penalty = 1.0;
   // Step-level advantages from Trajectory.step_rewards (process supervision).
@@ -95,7 +110,14 @@ struct GrpoConfig {
     v.Field("policy_endpoint", policy_endpoint, {.doc = "endpoint that serves the policy"});
     v.Field("group_size", group_size, {.doc = "samples per prompt (G)", .min = 2.0});
     v.Field("prompts_per_step", prompts_per_step, {.min = 1.0});
-    v.Field("grad_accum", grad_accum, {.doc = "gradient accumulation steps", .min = 1.0});
+    v.Field("grad_accum", grad_accum,
+            {.doc = "collected batches (prompts_per_step groups each) per optimizer step, as "
+                    "TRL's gradient_accumulation_steps",
+             .min = 1.0});
+    v.Field("micro_batch_size", micro_batch_size,
+            {.doc = "episodes per forward/backward pass on one rank, for memory only "
+                    "(0: prompts_per_step x group_size)",
+             .min = 0.0});
     v.Field("lr", lr, {.doc = "learning rate", .min = 0.0});
     v.Field("kl_coef", kl_coef,
             {.doc = "KL penalty to the reference (adapter off) policy; 0 skips the reference pass",
@@ -121,18 +143,26 @@ struct GrpoConfig {
             {.doc = "token (PPO/GRPO) | sequence (GSPO, length-normalised)",
              .choices = {"token", "sequence"}});
     v.Field("updates_per_batch", updates_per_batch,
-            {.doc = "optimizer passes over one batch, keeping the old log-probs", .min = 1.0});
+            {.doc = "optimizer steps per step over its episodes (all grad_accum batches), "
+                    "keeping the old log-probs",
+             .min = 1.0});
     v.Field("truncated_is", truncated_is,
             {.doc = "weight tokens by min(pi_learner / pi_rollout, cap) (rollout mismatch)"});
     v.Field("truncated_is_cap", truncated_is_cap, {.doc = "TIS truncation C", .min = 1.0});
     v.Field("dynamic_sampling", dynamic_sampling,
-            {.doc = "drop zero-variance groups and draw replacements (DAPO)"});
+            {.doc = "drop groups whose advantages are all 0 and draw replacements (DAPO)"});
     v.Field("max_refill_groups", max_refill_groups,
             {.doc = "replacement groups drawn per step at most", .min = 0.0});
+    v.Field("max_empty_steps", max_empty_steps,
+            {.doc = "steps in a row with every group dropped before the run fails", .min = 1.0});
     v.Field("overlong_buffer", overlong_buffer,
-            {.doc = "DAPO soft overlong punishment window in tokens (0: off)", .min = 0.0});
+            {.doc = "DAPO soft overlong punishment window in tokens before each policy turn's "
+                    "budget (0: off)",
+             .min = 0.0});
     v.Field("overlong_penalty", overlong_penalty,
-            {.doc = "penalty at max_tokens and beyond", .min = 0.0});
+            {.doc = "penalty of a turn that reaches its budget (the episode takes its worst "
+                    "turn's)",
+             .min = 0.0});
     v.Field("step_advantages", step_advantages,
             {.doc = "add process advantages from Trajectory.step_rewards to policy segments"});
     v.Field("budget_metric", budget_metric,

@@ -122,9 +122,23 @@ models::CausalLMImpl& GrpoTrainer::policy() { return *s_->model; }
 const RoleAdapters* GrpoTrainer::role_adapters() const { return s_->roles.get(); }
 double GrpoTrainer::LearningRateAt(int64_t step) const { return s_->schedule->LrAt(step); }
 
+Status CheckGrpoConfig(const GrpoConfig& g) {
+  const int64_t step_episodes =
+      static_cast<int64_t>(g.grad_accum) * g.prompts_per_step * static_cast<int64_t>(g.group_size);
+  if (g.micro_batch_size > step_episodes) {
+    return InvalidArgument(
+        "grpo.micro_batch_size: " + std::to_string(g.micro_batch_size) +
+        " episodes per pass, but a step trains on " + std::to_string(step_episodes) +
+        " (grpo.grad_accum " + std::to_string(g.grad_accum) + " x prompts_per_step " +
+        std::to_string(g.prompts_per_step) + " x group_size " + std::to_string(g.group_size) + ")");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options) {
   auto st = std::make_unique<State>();
   const GrpoConfig& g = options.grpo;
+  ALLOT_RETURN_IF_ERROR(CheckGrpoConfig(g));
   if (!g.lora.enabled) {
     return InvalidArgument(
         "grpo.lora.enabled: the GRPO learner trains a LoRA adapter (policy "
@@ -267,7 +281,34 @@ Status SaveCheckpoint(GrpoTrainer::State& s, int64_t ledger_open) {
 struct Group {
   int64_t cursor = 0;  // its draw from the prompt list: the order groups are trained in
   std::vector<rollout::FinishedEpisode> episodes;
+  // What the group's advantages are computed from, one entry per episode (ScoreGroup).
+  std::vector<double> rewards;                    // GroupAdvantages' input
+  std::vector<std::vector<double>> step_rewards;  // StepAdvantages' input (empty: off)
+  std::vector<double> costs;                      // budget_metric, for the dual update
 };
+
+// Fills in the rewards the advantages of `group` are computed from: the env's reward plus the
+// per-turn overlong shaping (overlong_shaping.h), minus the budget term (lagrange_multiplier.h),
+// and the step rewards when step_advantages is on. Dynamic sampling judges a group on exactly
+// these (FlatGroup). lambda does not move while a step's groups are collected (the dual update
+// runs after), so a group's rewards are final when it arrives.
+void ScoreGroup(Group& group, const GrpoConfig& g, const LagrangeMultiplier& lagrange) {
+  const OverlongOptions overlong{
+      .max_tokens = g.max_tokens, .buffer = g.overlong_buffer, .penalty = g.overlong_penalty};
+  std::vector<double> raw;
+  group.costs.clear();
+  group.step_rewards.clear();
+  for (const auto& e : group.episodes) {
+    const v1::Trajectory& t = e.trajectory;
+    raw.push_back(t.reward() + EpisodeOverlongPenalty(PolicyTurns(t), overlong));
+    group.costs.push_back(EpisodeCost(t, g.budget_metric));
+    group.step_rewards.emplace_back();
+    if (g.step_advantages) {
+      group.step_rewards.back().assign(t.step_rewards().begin(), t.step_rewards().end());
+    }
+  }
+  group.rewards = lagrange.Shape(raw, group.costs);
+}
 
 // The version a step's trainable segments should come from: the policy's, or with one adapter
 // per role the active role's (after FreezeInactiveRoles its segments are the only trainable ones).
@@ -298,10 +339,15 @@ Status TrainShard(GrpoTrainer::State& s, const std::vector<Sample>& samples, dou
     ALLOT_ASSIGN_OR_RETURN(batch, BuildRolloutBatch(shard));
   }
   const GrpoConfig& g = s.options.grpo;
+  // Default micro-batch: one collected batch (TRL's per_device_train_batch_size), so that memory
+  // does not grow with grad_accum.
+  const int64_t micro = g.micro_batch_size > 0
+                            ? g.micro_batch_size
+                            : static_cast<int64_t>(g.prompts_per_step) * g.group_size;
   UpdateOptions uo{
       .loss = s.loss,
       .updates = g.updates_per_batch,
-      .grad_accum = g.grad_accum,
+      .micro_batch_size = micro,
       .max_grad_norm = g.max_grad_norm,
       .temperature = g.temperature,
       .chunk_tokens = s.options.logprob_chunk_tokens,
@@ -482,12 +528,17 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     StepMetrics m;
     const auto t_step = Clock::now();
 
-    // ---- Collect prompts_per_step groups (plus replacements for dropped ones).
+    // ---- Collect grad_accum batches of prompts_per_step groups (plus replacements for dropped
+    // ones). No adapter is published within a step, so the grad_accum batches are sampled from
+    // one policy version whether they are drawn one after another or together: they are drawn
+    // together, and each group's advantages are its own group's, so the step is exactly one
+    // optimizer step over grad_accum collected batches (TRL, verl).
+    const int64_t groups_per_step = static_cast<int64_t>(g.grad_accum) * g.prompts_per_step;
     std::map<std::string, Group> partial;
     std::vector<Group> accepted;
     int64_t outstanding = 0;
     int refills = 0;
-    for (int i = 0; i < g.prompts_per_step; ++i) {
+    for (int64_t i = 0; i < groups_per_step; ++i) {
       ALLOT_RETURN_IF_ERROR(submit_group().status());
       ++outstanding;
     }
@@ -546,15 +597,16 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
         }
         kept.episodes.push_back(std::move(e));
       }
-      std::vector<double> rewards;
-      for (const auto& e : kept.episodes) rewards.push_back(e.trajectory.reward());
-      const bool flat = kept.episodes.size() >= 2 && ZeroVarianceGroup(rewards);
+      // Flatness is judged on what the advantages are computed from, not the env's raw reward
+      // (DeepTool's step-wise instances have outcome 0 and their signal in the step rewards).
+      ScoreGroup(kept, g, s.lagrange);
+      const bool flat = kept.episodes.size() >= 2 && FlatGroup(kept.rewards, kept.step_rewards);
       if (kept.episodes.size() < 2 || (g.dynamic_sampling && flat)) {
         m.groups_dropped += 1;
         if (g.dynamic_sampling && flat) m.groups_zero_variance += 1;
         for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, g.budget_metric);
         if (g.dynamic_sampling && refills < g.max_refill_groups &&
-            static_cast<int64_t>(accepted.size()) + outstanding < g.prompts_per_step) {
+            static_cast<int64_t>(accepted.size()) + outstanding < groups_per_step) {
           ALLOT_RETURN_IF_ERROR(submit_group().status());
           ++outstanding;
           ++refills;
@@ -571,40 +623,55 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       return Unavailable("grpo: every episode of step " + std::to_string(s.step) +
                          " failed; first failure: " + m.first_failure);
     }
-    if (m.stale_dropped > 0 && accepted.empty()) {
-      if (++consecutive_empty >= 3) {
+    // A step with no group left trains nothing; max_empty_steps of them in a row end the run
+    // with the cause of the last (a step count that advances without updates must not pass
+    // for training).
+    if (!accepted.empty()) {
+      consecutive_empty = 0;
+    } else if (++consecutive_empty >= g.max_empty_steps) {
+      const std::string steps = std::to_string(consecutive_empty) + " steps in a row";
+      if (m.stale_dropped > 0) {
         return Unavailable("grpo: policy endpoint " + s.publisher->url() +
                            " never served adapter " + s.publisher->AdapterName(s.version) +
-                           ": every policy segment came from an older version for 3 steps");
+                           ": every policy segment came from an older version for " + steps +
+                           " (grpo.max_empty_steps)");
       }
-    } else {
-      consecutive_empty = 0;
+      if (m.groups_zero_variance > 0) {
+        return Unavailable(
+            "grpo: dynamic sampling dropped every group for " + steps +
+            " (grpo.max_empty_steps): within each group the rewards the advantages use (the "
+            "env reward with overlong shaping and the budget term, and the step rewards with "
+            "grpo.step_advantages) were all equal, so no episode had an advantage; last step: " +
+            std::to_string(static_cast<int64_t>(m.groups_zero_variance)) + " of " +
+            std::to_string(static_cast<int64_t>(m.groups_dropped)) + " groups flat");
+      }
+      return Unavailable(
+          "grpo: no group kept two usable episodes for " + steps +
+          " (grpo.max_empty_steps); last step: " + std::to_string(static_cast<int64_t>(m.failed)) +
+          " of " + std::to_string(static_cast<int64_t>(m.episodes)) +
+          " episodes failed (first: " + m.first_failure + ")");
     }
 
     // ---- Rewards, costs, advantages.
     std::vector<const v1::Trajectory*> trajs;
     std::vector<int64_t> gids;
-    std::vector<double> raw, costs;
+    std::vector<double> shaped, costs;
     std::vector<std::vector<double>> step_rewards;
     std::vector<double> weights;
     for (size_t gi = 0; gi < accepted.size(); ++gi) {
-      for (const auto& e : accepted[gi].episodes) {
-        const auto& t = e.trajectory;
+      const Group& grp = accepted[gi];
+      for (size_t i = 0; i < grp.episodes.size(); ++i) {
+        const auto& t = grp.episodes[i].trajectory;
         trajs.push_back(&t);
         gids.push_back(static_cast<int64_t>(gi));
-        const double overlong =
-            OverlongPenalty(TrainableTokens(t), {.max_tokens = g.max_tokens,
-                                                 .buffer = g.overlong_buffer,
-                                                 .penalty = g.overlong_penalty});
-        raw.push_back(t.reward() + overlong);
-        costs.push_back(EpisodeCost(t, g.budget_metric));
-        step_rewards.emplace_back(t.step_rewards().begin(), t.step_rewards().end());
-        weights.push_back(e.weight);
+        shaped.push_back(grp.rewards[i]);  // ScoreGroup: what dynamic sampling judged
+        costs.push_back(grp.costs[i]);
+        step_rewards.push_back(grp.step_rewards[i]);
+        weights.push_back(grp.episodes[i].weight);
         m.ObserveEpisode(t, g.budget_metric);
       }
     }
     m.lambda = s.lagrange.lambda();
-    const std::vector<double> shaped = s.lagrange.Shape(raw, costs);
     AdvantageOptions ao{.normalize_std = g.normalize_std};
     const std::vector<double> adv = GroupAdvantages(shaped, gids, ao);
     std::vector<std::vector<double>> step_adv(trajs.size());

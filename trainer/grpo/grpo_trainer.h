@@ -1,14 +1,25 @@
 // GrpoTrainer: the GRPO learner loop over rollout workers (issue 12, parts 1, 5, 6, 8).
 //
-//   per step:  submit prompts_per_step groups of group_size episodes (EpisodeRequest.group_id)
+//   per step:  submit grad_accum x prompts_per_step groups of group_size episodes
+//                 (EpisodeRequest.group_id): grad_accum collected batches
 //              -> collect trajectories through the rollout::Dispatcher (in-process workers or
-//                 remote ones), drop failed and stale episodes, drop zero-variance groups and
-//                 draw replacements (dynamic sampling), shape rewards (overlong, Lagrange cost)
+//                 remote ones), drop failed and stale episodes, shape rewards (per-turn
+//                 overlong, Lagrange cost), drop groups whose advantages would all be 0 and
+//                 draw replacements (dynamic sampling)
 //              -> group-relative (+ step) advantages -> left-padded token batch
-//              -> updates_per_batch passes of AdamW over grad_accum micro-batches with the
-//                 clipped surrogate (policy_loss.h), log-probs computed in chunks
+//              -> updates_per_batch optimizer steps, each over all the step's episodes in
+//                 micro-batches of micro_batch_size (gradients accumulated, the loss normalised
+//                 over the whole step) with the clipped surrogate (policy_loss.h), log-probs
+//                 computed in chunks
 //              -> publish the adapter as a new version and prove the endpoint serves it
 //              -> metrics, checkpoint.
+//
+// A step is the unit of trainer.total_steps, of the learning-rate schedule, of
+// checkpoint.every, of alternation.switch_every and of the published versions: with
+// grad_accum K it takes K times the episodes of one collected batch and still one optimizer
+// step (updates_per_batch of them) and one adapter version, as TRL counts global steps over
+// gradient_accumulation_steps. Checkpoints fall between steps, so no partial accumulation is
+// ever saved. max_empty_steps steps in a row with no group left fail the run.
 //
 // The policy is models::CausalLM with a LoRA adapter; the reference policy (KL term) is the same
 // model with the adapter switched off, and is not evaluated when kl_coef = 0.
@@ -85,6 +96,11 @@ struct GrpoRunSummary {
   std::vector<double> mean_rewards;  // per step of this run (raw env reward)
   bool already_finished = false;     // resumed a run that had reached total_steps
 };
+
+// The grpo section's cross-key rules, checked before anything is loaded (also by `allot config
+// check`): a micro_batch_size larger than a step's episodes (grad_accum x prompts_per_step x
+// group_size) is InvalidArgument naming the key, not a silent clamp.
+Status CheckGrpoConfig(const GrpoConfig& g);
 
 class GrpoTrainer {
  public:

@@ -30,8 +30,8 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
       options.comm != nullptr && options.comm->distributed() ? options.comm : nullptr;
   const int64_t b = batch.input_ids.defined() ? batch.input_ids.size(0) : 0;
   if (b == 0 && comm == nullptr) return InvalidArgument("grpo update: empty batch");
-  const int64_t parts = std::clamp<int64_t>(options.grad_accum, 1, std::max<int64_t>(b, 1));
-  const int64_t rows = (b + parts - 1) / parts;
+  const int64_t rows = std::max<int64_t>(
+      1, options.micro_batch_size > 0 ? std::min(options.micro_batch_size, b) : b);
   std::vector<RolloutBatch> micro;
   // Log-probs are formed only where the loss looks (completion tokens, not prompts): the mask
   // as it arrived, before it moves.

@@ -1,4 +1,8 @@
-// One GRPO update on a batch: `updates` optimizer steps over `grad_accum` micro-batches each.
+// One GRPO update on a batch: `updates` optimizer steps over the whole batch, each accumulating
+// the gradients of its micro-batches of `micro_batch_size` rows. The loss denominators are the
+// whole batch's (policy_loss.h AggregationTotals), so the step is the same for any micro-batch
+// size, up to float rounding: micro-batches bound memory, not the update. The learner passes
+// the episodes of grad_accum collected batches here as one batch (grpo_config.h grad_accum).
 //
 // Log-probs come from CausalLM::TokenLogProbs, which forms logits a chunk of tokens at a time
 // (forward and backward), so [B, T, vocab] never exists. The old log-probs of the PPO ratio are
@@ -9,8 +13,9 @@
 // from with lora.init_from, as verl's reference is the initial actor) and back.
 //
 // Data parallel (options.comm with a world of N > 1): `batch` is this rank's shard of the step's
-// batch (it may be empty). The aggregation denominators (trainable tokens, sequences) and the
-// TIS switch are those of the union over ranks, so each rank's loss is its share of the union
+// batch (it may be empty). The aggregation denominators (trainable tokens, sequences) and
+// truncated IS's check (every trainable token has its rollout log-prob; InvalidArgument
+// otherwise) are those of the union over ranks, so each rank's loss is its share of the union
 // batch's loss, and the gradients are summed over ranks (bucketed all-reduce) before clipping:
 // N ranks take the optimizer step one rank takes on the union batch, up to float rounding. The
 // reported metrics are the union's on every rank.
@@ -35,7 +40,10 @@ namespace allot::trainer::grpo {
 struct UpdateOptions {
   PolicyLossOptions loss;
   int updates = 1;
-  int grad_accum = 1;
+  // Rows per forward/backward pass; 0 or more than the batch: the whole batch in one pass (the
+  // learner refuses a configured grpo.micro_batch_size above its step's episodes; a batch that
+  // dropped groups may be smaller than one micro-batch).
+  int64_t micro_batch_size = 0;
   double max_grad_norm = 1.0;  // 0: no clipping (the norm is still reported)
   double temperature = 1.0;    // the rollout's: log-probs are of softmax(logits / T)
   int64_t chunk_tokens = 512;

@@ -15,6 +15,14 @@ int64_t TrainableTokens(const v1::Trajectory& t) {
   return n;
 }
 
+std::vector<PolicyTurn> PolicyTurns(const v1::Trajectory& t) {
+  std::vector<PolicyTurn> out;
+  for (const auto& s : t.segments()) {
+    if (s.trainable()) out.push_back({s.ids_size(), static_cast<int64_t>(s.max_tokens())});
+  }
+  return out;
+}
+
 Result<RolloutBatch> BuildRolloutBatch(const std::vector<Sample>& samples, int64_t pad_id) {
   if (samples.empty()) return InvalidArgument("rollout batch: no samples");
   const int64_t b = static_cast<int64_t>(samples.size());

@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "proto/allot/v1/rollout.pb.h"
+#include "trainer/grpo/overlong_shaping.h"
 
 namespace allot::trainer::grpo {
 
@@ -46,5 +47,9 @@ RolloutBatch SliceRows(const RolloutBatch& batch, int64_t begin, int64_t end);
 
 // Number of tokens in trainable segments of `t`.
 int64_t TrainableTokens(const v1::Trajectory& t);
+
+// The policy turns of `t` the loss sees (its trainable segments, one per generated turn), with
+// the budget each was sampled under (TokenSegment.max_tokens; 0 where the env recorded none).
+std::vector<PolicyTurn> PolicyTurns(const v1::Trajectory& t);
 
 }  // namespace allot::trainer::grpo
