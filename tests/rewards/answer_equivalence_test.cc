@@ -99,6 +99,25 @@ TEST(AnswerEquivalenceTest, NormalizeIsLinearOnHostileInput) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// Relations, labels and \pm on long inputs: every stage stays linear or bounded (a hang guard
+// with a wide margin, not a performance assertion).
+TEST(AnswerEquivalenceTest, RelationsStayBoundedOnHostileInput) {
+  std::string chain, pms, labels, ors;  // each just under max_input_chars (8192)
+  for (int i = 0; i < 800; ++i) {
+    chain += "x < 1 < ";
+    pms += "1 \\pm ";
+    labels += "f(x, y) = ";
+    ors += "x > 1 or ";
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (const std::string& s : {chain, pms, labels, ors}) {
+    ASSERT_LT(s.size(), 8192u);
+    EXPECT_FALSE(AnswersEquivalent(s + "2", "(2, \\infty)").equivalent);
+    EXPECT_NE(AnswersEquivalent("\\{1, 2\\}", s + "2").reason, "too_long");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
 TEST(AnswerEquivalenceTest, LargeUnorderedSetsStayWithinTheComparisonBudget) {
   std::string a, b;
   for (int i = 0; i < 60; ++i) {
