@@ -9,8 +9,8 @@
 //   kBoxed   the last well-formed \boxed{...} (nested braces) or \fbox{...}, or `\boxed x`;
 //            then GSM8K's `#### n`; then the last "the answer is ..." / "answer: ..." (less
 //            lead-in words: "the answer is therefore 12"); then, for prose (several lines, or
-//            sentences), its final answer (ExtractFinalSentence); then a response that is a
-//            single line of at most 64 characters, whole (a direct answer).
+//            sentences), its final answer (ExtractFinalSentence, final_sentence.h); then a response
+//            that is a single line of at most 64 characters, whole (a direct answer).
 //   kNumber  GSM8K's `#### n`; then \boxed; then "the answer is ..."; each reduced to the first
 //            number in it; then a response that is nothing but a number. The last bare number
 //            in the text only with ExtractOptions::last_number_fallback (off by default: it is
@@ -55,13 +55,6 @@ ExtractedAnswer ExtractAnswer(std::string_view response, AnswerFormat format,
 ExtractedAnswer ExtractLastBoxed(std::string_view text);
 // The contents of the last `max_boxes` boxes, in order (answers boxed one part at a time).
 std::vector<std::string> ExtractAllBoxed(std::string_view text, size_t max_boxes);
-// Prose without a marker, read as math_verify reads it, from its end: a last line that is one
-// number or one piece of maths; else the last sentence's last inline maths, when the sentence
-// states it ("the probability is $\frac16$", "Therefore $(x, y) = (3, 2)$": the part after
-// the last "="); else the one number after the sentence's last "is", "=", "gets", "has"...
-// ("So she has 14 apples in total"). Two numbers there ("5 apples and 3 pears"), or no such
-// verb ("I am not sure about 18"), is no answer.
-ExtractedAnswer ExtractFinalSentence(std::string_view text);
 ExtractedAnswer ExtractGsm8k(std::string_view text);     // after the last "####"
 ExtractedAnswer ExtractAnswerIs(std::string_view text);  // "the answer is X" / "answer: X"
 ExtractedAnswer ExtractChoice(std::string_view text, char max_choice = 'E');

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "rewards/final_sentence.h"
+
 namespace allot::rewards {
 namespace {
 
