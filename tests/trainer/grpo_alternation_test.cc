@@ -422,5 +422,46 @@ TEST(GrpoRoleAdaptersIntegrationTest, ThePhaseTrainsAndPublishesTheActiveRoleOnl
   EXPECT_EQ(back->Find("allocator")->version, 5u);
 }
 
+// Resuming in the allocator's phase, from the checkpoint taken at the switch, ends where four
+// straight steps end, bit for bit: both adapters, both optimizers and both versions come back,
+// and the resumed learner serves each role's adapter again under its own version.
+TEST(GrpoRoleAdaptersIntegrationTest, AResumedRunEndsWhereAStraightRunEnds) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_roles_resume");
+  ServedTinyModel served_straight;  // outlives the learner, whose client keeps connections
+  auto made = GrpoTrainer::Create(RoleRunOptions(served_straight, base + "/straight"));
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  std::unique_ptr<GrpoTrainer> straight = std::move(*made);
+  ASSERT_TRUE(straight->Run(nullptr, nullptr).ok());
+  {
+    ServedTinyModel served;
+    auto first = RoleRunOptions(served, base + "/run");
+    first.total_steps = 2;  // the decomposer's phase, then its checkpoint
+    auto t = GrpoTrainer::Create(first);
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE((*t)->Run(nullptr, nullptr).ok());
+  }
+  ServedTinyModel served;
+  auto resumed = GrpoTrainer::Create(RoleRunOptions(served, base + "/run"));
+  ASSERT_TRUE(resumed.ok());
+  auto at = (*resumed)->Resume();
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  EXPECT_EQ(*at, 2);
+  auto rest = (*resumed)->Run(nullptr, nullptr);
+  ASSERT_TRUE(rest.ok()) << rest.status().message();
+  EXPECT_EQ(rest->policy_version, 5u);
+  for (const std::string role : {"decomposer", "allocator"}) {
+    const RoleAdapters::Adapter* a = straight->role_adapters()->Find(role);
+    const RoleAdapters::Adapter* b = (*resumed)->role_adapters()->Find(role);
+    EXPECT_EQ(a->version, b->version) << role;
+    EXPECT_TRUE(Same(Copy(*a), Copy(*b))) << role;
+  }
+  // The resumed learner re-served the decomposer's v3 and published the allocator's v4 and v5.
+  for (const std::string dir : {"decomposer/v3", "allocator/v4", "allocator/v5"}) {
+    EXPECT_TRUE(std::filesystem::exists(base + "/run/adapters/" + dir)) << dir;
+  }
+}
+
 }  // namespace
 }  // namespace allot::trainer::grpo
