@@ -88,7 +88,8 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
   }
   // grad_accum x prompts_per_step x group_size bounds micro_batch_size.
   if (Status batching = trainer::grpo::CheckGrpoConfig(c); !batching.ok()) {
-    errors += "\n  " + batching.message();
+    const config::ConfigNode* n = set("micro_batch_size");
+    errors += "\n  " + (n != nullptr ? n->origin().ToString() : source) + ": " + batching.message();
   }
   if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
   return Status::Ok();
