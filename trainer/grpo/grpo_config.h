@@ -185,7 +185,9 @@ struct GrpoConfig {
             {.doc = "adapter load + proof-of-delivery timeout", .min = 0.0});
     v.Field("sync_retries", sync_retries, {.doc = "adapter load attempts", .min = 1.0});
     v.Field("rollout_timeout_s", rollout_timeout_s,
-            {.doc = "longest wait for one group of episodes", .min = 1.0});
+            {.doc = "longest wait for a step's episodes (every grad_accum batch, refills "
+                    "included); also each episode's deadline",
+             .min = 1.0});
     v.Field("alternation", alternation,
             {.doc = "alternating GRPO over the policy's roles (R2-Reasoner Sec. 4.3)"});
   }
