@@ -19,6 +19,7 @@
 #include "models/causal_lm.h"
 #include "models/cpu_threads.h"
 #include "models/peft.h"
+#include "models/tokenizer/byte_tokenizer.h"
 #include "tests/llm/scripted_server.h"
 #include "tests/llm/serve/serve_fixture.h"
 #include "tests/models/tiny_model.h"
@@ -364,6 +365,7 @@ TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
   int64_t ref_passes = 0;
   UpdateOptions uo{.updates = 2, .micro_batch_size = 1, .lr = 1e-2};
   uo.loss.kl_coef = 0.0;
+  uo.loss.truncated_is = false;  // the batch carries no rollout log-probs
   ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m, &ref_passes).ok());
   EXPECT_EQ(ref_passes, 0);
   EXPECT_GT(b_norm(), 0.0);  // the adapter moved
@@ -405,6 +407,7 @@ TEST(GrpoPolicyUpdateTest, KlReferenceIsTheStartingAdapterWhenGiven) {
                           torch::optim::AdamWOptions(0.0).weight_decay(0.0));
   UpdateOptions uo{.lr = 0.0};
   uo.loss.kl_coef = 0.1;
+  uo.loss.truncated_is = false;  // the batch carries no rollout log-probs
   StepMetrics m;
   ASSERT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m).ok());
   EXPECT_GT(m.kl, 1e-6);  // the base is away from this adapter
@@ -783,6 +786,80 @@ TEST(GrpoSyncIntegrationTest, FreshRunsInARowShareOneEndpoint) {
   for (const std::string& name : left) both.push_back("coger-v2-" + name.substr(6));
   std::sort(both.begin(), both.end());
   EXPECT_EQ(ServedAdapters(o), both);
+}
+
+// --- turn budgets and truncated IS -------------------------------------------------------------
+
+// Each policy turn is sampled under its env's own budget (here the item's max_tokens: 2), not
+// under grpo.max_tokens (64): the learner's requests carry none. They carried grpo.max_tokens,
+// which overrode every per-role budget in training (env.coger.router_max_tokens, ...), so
+// training sampled under other budgets than evaluation.
+TEST(GrpoTurnBudgetIntegrationTest, TurnsAreSampledUnderTheEnvsBudget) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  ServedTinyModel served;
+  const std::string run = models::testing::MakeTempDir("grpo_budget");
+  auto o = TagRunOptions(served.model_dir(), served.url(), run);
+  o.grpo.max_tokens = 64;
+  o.grpo.group_size = 4;
+  o.grpo.prompts_per_step = 1;
+  o.total_steps = 1;
+  o.prompts = {R"({"prompt": "<question_level>L", "max_tokens": 2})"};
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto metrics = MetricsWriter::Open(run + "/metrics.jsonl", "");
+  ASSERT_TRUE(metrics.ok());
+  auto summary = (*t)->Run(metrics->get(), nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  metrics->reset();
+  const auto lines = MetricLines(run + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  auto prompt = models::ByteTokenizer().Encode("<question_level>L");
+  ASSERT_TRUE(prompt.ok());
+  const double tokens = lines[0].value("tokens_per_episode", 0.0);
+  EXPECT_GT(tokens, static_cast<double>(prompt->size())) << lines[0].dump();
+  EXPECT_LE(tokens, static_cast<double>(prompt->size()) + 2.0) << lines[0].dump();
+}
+
+// The update refuses truncated IS on a batch without rollout log-probs (it used to turn TIS off
+// for the batch in silence).
+TEST(GrpoPolicyUpdateTest, TruncatedIsRefusesABatchWithoutRolloutLogprobs) {
+  const std::string dir = models::testing::WriteTinyModel(models::testing::MakeTempDir("grpo_tis"));
+  auto model = models::CausalLMImpl::Load(dir);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE((*model)->AttachLora({.r = 4, .alpha = 8.0}, {"q_proj", "v_proj"}, 1).ok());
+  v1::Trajectory t;
+  auto* p = t.add_segments();
+  for (int id : {1, 2, 3}) p->add_ids(id);
+  auto* a = t.add_segments();
+  a->set_trainable(true);
+  for (int id : {4, 5, 6}) a->add_ids(id);
+  auto batch = BuildRolloutBatch({{&t, 1.0, {}, 1.0}});
+  ASSERT_TRUE(batch.ok());
+  torch::optim::AdamW opt((*model)->LoraParameters(), torch::optim::AdamWOptions(1e-2));
+  StepMetrics m;
+  UpdateOptions uo{.lr = 1e-2};
+  Status s = UpdatePolicy(**model, opt, *batch, uo, &m);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("grpo.truncated_is"), std::string::npos) << s.message();
+  uo.loss.truncated_is = false;
+  EXPECT_TRUE(UpdatePolicy(**model, opt, *batch, uo, &m).ok());
+}
+
+// stale_policy: importance corrects stale segments by the TIS weight; with truncated_is off the
+// learner refuses the config (it used to switch TIS on behind the recipe's back).
+TEST(GrpoStalenessTest, ImportanceWithoutTruncatedIsIsRefused) {
+  const std::string run = models::testing::MakeTempDir("grpo_stale");
+  auto o = TagRunOptions(llm::serve::testing::WriteServableTinyModel("grpo_stale_model", 7),
+                         "http://127.0.0.1:9", run);
+  o.grpo.stale_policy = "importance";
+  o.grpo.truncated_is = false;
+  auto t = GrpoTrainer::Create(o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("needs grpo.truncated_is: true"), std::string::npos)
+      << t.status().message();
+  o.grpo.truncated_is = true;
+  EXPECT_TRUE(GrpoTrainer::Create(o).ok());
 }
 
 // --- data-parallel learner ranks ----------------------------------------------------------------

@@ -40,7 +40,11 @@ class TagEnv : public rollout::Env {
     cr.model = ctx.policy != nullptr && !ctx.policy->adapter_name.empty() ? ctx.policy->adapter_name
                                                                           : base_model_;
     cr.prompt_token_ids.assign(prompt_ids.begin(), prompt_ids.end());
-    cr.params.max_tokens = req.sampling().max_tokens() > 0 ? req.sampling().max_tokens() : 8;
+    // The request's max_tokens if it names one, else the env's own budget: 8, or the item's
+    // "max_tokens" (per-role budget tests: the learner sends none).
+    const int64_t own = item.is_object() ? item.value("max_tokens", int64_t{8}) : 8;
+    cr.params.max_tokens =
+        static_cast<int>(req.sampling().max_tokens() > 0 ? req.sampling().max_tokens() : own);
     cr.params.temperature = req.sampling().temperature();
     cr.params.seed = static_cast<int64_t>(req.sampling().seed());
     cr.params.logprobs = 0;

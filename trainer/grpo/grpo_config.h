@@ -58,7 +58,11 @@ struct GrpoConfig {
   double kl_coef = 0.0;  // DeepTool: 0
   double clip_eps = 0.2;
   double temperature = 1.0;
-  int max_tokens = 8192;    // CogER: 8192
+  // Not a sampling budget: each policy turn is sampled under its env's own (env.coger.
+  // router_max_tokens, env.r2.decomposer_max_tokens, ...), in training as in evaluation. The
+  // length the loss assumes: seq_mean_token_sum's divisor (aggregation_norm_len 0) and overlong
+  // shaping's L_max for a turn that records no budget.
+  int max_tokens = 8192;
   int max_policy_lag = 1;   // staleness bound for rollouts
   models::LoraConfig lora;  // CogER: r = 16
 
@@ -99,7 +103,8 @@ struct GrpoConfig {
   std::string lr_schedule = "constant";  // constant | linear | cosine
   double warmup_ratio = 0.0;
   // Staleness (per segment, from TokenSegment.policy_version).
-  std::string stale_policy = "drop";  // drop | importance
+  // drop | importance (needs truncated_is: the TIS weight is the correction)
+  std::string stale_policy = "drop";
   // Policy sync with proof of delivery.
   double sync_timeout_s = 30.0;
   int sync_retries = 3;
@@ -122,14 +127,21 @@ struct GrpoConfig {
     v.Field("kl_coef", kl_coef,
             {.doc = "KL penalty to the reference (adapter off) policy; 0 skips the reference pass",
              .min = 0.0});
-    v.Field("clip_eps", clip_eps, {.doc = "ratio clip, low side (1 - eps)", .min = 0.0});
+    v.Field("clip_eps", clip_eps,
+            {.doc = "ratio clip, low side (1 - eps); acts only with updates_per_batch > 1",
+             .min = 0.0});
     v.Field("temperature", temperature, {.doc = "sampling temperature", .min = 0.0});
-    v.Field("max_tokens", max_tokens, {.doc = "longest completion", .min = 1.0});
+    v.Field("max_tokens", max_tokens,
+            {.doc = "length the loss assumes (seq_mean_token_sum divisor, overlong L_max of a "
+                    "turn with no budget); turns are sampled under the env's budgets",
+             .min = 1.0});
     v.Field("max_policy_lag", max_policy_lag,
             {.doc = "policy versions a policy segment may lag (max_staleness)", .min = 0.0});
     v.Field("lora", lora);
     v.Field("clip_eps_high", clip_eps_high,
-            {.doc = "ratio clip, high side (1 + eps); DAPO clip-higher uses 0.28", .min = 0.0});
+            {.doc = "ratio clip, high side (1 + eps); DAPO clip-higher uses 0.28; acts only "
+                    "with updates_per_batch > 1",
+             .min = 0.0});
     v.Field("kl_estimator", kl_estimator,
             {.doc = "k1 | k2 | k3 (Schulman's estimators)", .choices = {"k1", "k2", "k3"}});
     v.Field("normalize_std", normalize_std,
@@ -140,7 +152,8 @@ struct GrpoConfig {
     v.Field("aggregation_norm_len", aggregation_norm_len,
             {.doc = "seq_mean_token_sum divisor (0: max_tokens)", .min = 0.0});
     v.Field("ratio_level", ratio_level,
-            {.doc = "token (PPO/GRPO) | sequence (GSPO, length-normalised)",
+            {.doc = "token (PPO/GRPO) | sequence (GSPO, length-normalised); differ only with "
+                    "updates_per_batch > 1",
              .choices = {"token", "sequence"}});
     v.Field("updates_per_batch", updates_per_batch,
             {.doc = "optimizer steps per step over its episodes (all grad_accum batches), "
@@ -179,7 +192,8 @@ struct GrpoConfig {
     v.Field("warmup_ratio", warmup_ratio,
             {.doc = "warmup share of total_steps", .min = 0.0, .max = 1.0});
     v.Field("stale_policy", stale_policy,
-            {.doc = "segments older than max_policy_lag: drop the episode, or importance-correct",
+            {.doc = "segments older than max_policy_lag: drop the episode, or keep them and "
+                    "correct by the TIS weight (needs truncated_is)",
              .choices = {"drop", "importance"}});
     v.Field("sync_timeout_s", sync_timeout_s,
             {.doc = "adapter load + proof-of-delivery timeout", .min = 0.0});

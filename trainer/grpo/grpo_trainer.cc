@@ -152,8 +152,14 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   st->loss.clip_low = g.clip_eps;
   st->loss.clip_high = g.clip_eps_high;
   st->loss.kl_coef = g.kl_coef;
-  // stale_policy "importance": stale segments stay and the TIS weight corrects them.
-  st->loss.truncated_is = g.truncated_is || g.stale_policy == "importance";
+  // stale_policy "importance": stale segments stay and the TIS weight corrects them, which
+  // exists only with truncated_is; it is not switched on behind the recipe's back.
+  if (g.stale_policy == "importance" && !g.truncated_is) {
+    return InvalidArgument(
+        "grpo.stale_policy: importance corrects stale segments with the truncated IS weight: it "
+        "needs grpo.truncated_is: true");
+  }
+  st->loss.truncated_is = g.truncated_is;
   st->loss.truncated_is_cap = g.truncated_is_cap;
   st->loss.norm_len =
       static_cast<double>(g.aggregation_norm_len > 0 ? g.aggregation_norm_len : g.max_tokens);
@@ -316,6 +322,13 @@ uint64_t CurrentVersion(const GrpoTrainer::State& s) {
   if (s.roles == nullptr) return s.version;
   const RoleAdapters::Adapter* a = s.roles->Find(ActiveRole(s.options.grpo.alternation, s.step));
   return a != nullptr ? a->version : s.version;
+}
+
+// The served name the step's trainable segments should come from (CurrentVersion's adapter).
+std::string CurrentAdapterName(const GrpoTrainer::State& s) {
+  if (s.roles == nullptr) return s.publisher->AdapterName(s.version);
+  const RoleAdapters::Adapter* a = s.roles->Find(ActiveRole(s.options.grpo.alternation, s.step));
+  return a != nullptr ? a->publisher->AdapterName(a->version) : s.publisher->AdapterName(s.version);
 }
 
 comm::Communicator* DataParallel(const GrpoTrainer::State& s) {
@@ -512,7 +525,8 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       r.set_seed(seed);
       auto* sp = r.mutable_sampling();
       sp->set_temperature(static_cast<float>(g.temperature));
-      sp->set_max_tokens(static_cast<uint32_t>(g.max_tokens));
+      // No max_tokens: each policy turn is sampled under its env's own budget (e.g.
+      // env.coger.router_max_tokens), in training as in evaluation.
       sp->set_seed(seed & 0x7fffffffffffull);
       r.set_timeout_ms(static_cast<uint32_t>(std::min(g.rollout_timeout_s, 86400.0) * 1000.0));
       reqs.push_back(std::move(r));
@@ -632,7 +646,7 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       const std::string steps = std::to_string(consecutive_empty) + " steps in a row";
       if (m.stale_dropped > 0) {
         return Unavailable("grpo: policy endpoint " + s.publisher->url() +
-                           " never served adapter " + s.publisher->AdapterName(s.version) +
+                           " never served adapter " + CurrentAdapterName(s) +
                            ": every policy segment came from an older version for " + steps +
                            " (grpo.max_empty_steps)");
       }

@@ -52,14 +52,23 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
   AggregationTotals totals = b > 0 ? TotalsOf(batch.loss_mask) : AggregationTotals{};
   bool has_rollout_logp = b == 0 || batch.has_rollout_logp;
   if (comm != nullptr) {
-    // The union batch's denominators and TIS switch (TIS needs every rank's log-probs).
+    // The union batch's denominators and TIS check (TIS needs every rank's log-probs).
     std::vector<double> u = {totals.tokens, totals.sequences, has_rollout_logp ? 0.0 : 1.0};
     ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(u, /*mean=*/false));
     totals.tokens = u[0];
     totals.sequences = u[1];
     has_rollout_logp = u[2] == 0.0;
   }
-  const bool use_tis = options.loss.truncated_is && has_rollout_logp;
+  // Truncated IS without the rollout engine's log-probs would be no TIS at all: an error, not a
+  // switch turned off in silence. (Through the rollout layer this cannot happen: a worker refuses
+  // a trainable segment without one log-prob per id, rollout/validate.cc, and an env's episode
+  // refuses a policy turn whose endpoint returned none, naming its URL, envs/runtime/episode.cc.)
+  if (options.loss.truncated_is && !has_rollout_logp) {
+    return InvalidArgument(
+        "grpo update: truncated IS (grpo.truncated_is) needs the rollout log-prob of every "
+        "trainable token, and a trainable segment came without them");
+  }
+  const bool use_tis = options.loss.truncated_is;
   auto logprobs = [&](size_t i) {
     return model.TokenLogProbs(micro[i].input_ids, micro[i].attention_mask, options.chunk_tokens,
                                options.temperature, scored[i]);
