@@ -208,8 +208,10 @@ Status ValidateTrajectory(const v1::Trajectory& t) {
     }
     if (s.trainable()) {
       if (s.logprobs_size() != s.ids_size()) {
+        // The segment's source names the endpoint that sampled it (or "<role>@<endpoint>").
         return InvalidArgument(f() + ": " + std::to_string(s.logprobs_size()) + " logprobs for " +
-                               std::to_string(s.ids_size()) + " ids of a trainable segment");
+                               std::to_string(s.ids_size()) +
+                               " ids of a trainable segment sampled by '" + s.source() + "'");
       }
     } else if (s.logprobs_size() != 0 && s.logprobs_size() != s.ids_size()) {
       return InvalidArgument(f() + ".logprobs: must be empty or one per id");

@@ -178,7 +178,10 @@ Result<Turn> Episode::Generate(Conversation& conv, const GenerateOptions& o) {
   if (policy) req.params.logprobs = 1;
   ALLOT_ASSIGN_OR_RETURN(llm::Completion c, Call(conv.endpoint(), req));
   llm::Choice& choice = c.choices[0];
-  const std::string where = "endpoint '" + conv.endpoint() + "'";
+  // The endpoint by name and URL: a reply it cannot train on names the server to fix.
+  const llm::EndpointConfig* endpoint = client_->endpoint(conv.endpoint());
+  const std::string where = "endpoint '" + conv.endpoint() + "'" +
+                            (endpoint != nullptr ? " (" + endpoint->base_url + ")" : "");
   if (choice.token_ids.empty() && !choice.text.empty()) {
     // Re-encoding the text would not give back what was sampled: refuse.
     return DataLoss(where + ": the reply carries no token ids (return_token_ids)");

@@ -124,7 +124,12 @@ TEST_F(RuntimeEpisodeTest, PolicyTurnWithoutLogprobsIsRefused) {
   Episode ep(client_.get(), EpisodeLimits{}, input_);
   Conversation conv("policy");
   ASSERT_TRUE(ep.AppendText(conv, SegmentRole::kPrompt, "Q").ok());
-  EXPECT_FALSE(ep.Generate(conv, {}).ok());
+  auto refused = ep.Generate(conv, {});
+  ASSERT_FALSE(refused.ok());
+  // The message names the endpoint by name and URL (truncated IS needs its log-probs).
+  EXPECT_NE(refused.status().message().find("endpoint 'policy' (" + server_.url() + ")"),
+            std::string::npos)
+      << refused.status().message();
   // Another model's turn needs no log-probs.
   server_.Script("/v1/completions", {Reply::Json(llm::testing::CompletionBody("ab", {5, 6}, 1))});
   GenerateOptions other;

@@ -54,6 +54,15 @@ TEST(ValidateTest, TrajectoryContract) {
   EXPECT_TRUE(ValidateTrajectory(t).ok());
   t.mutable_segments(0)->add_logprobs(-1.0f);  // one more logprob than ids
   EXPECT_NE(ValidateTrajectory(t).message().find("logprobs"), std::string::npos);
+  // A trainable segment without log-probs (an endpoint that returned none) names its source,
+  // the endpoint that sampled it: truncated IS cannot weigh those tokens.
+  t = LongTrajectory("ep", 2);
+  t.mutable_segments(0)->clear_logprobs();
+  t.mutable_segments(0)->set_source("decomposer@policy");
+  EXPECT_NE(
+      ValidateTrajectory(t).message().find("trainable segment sampled by 'decomposer@policy'"),
+      std::string::npos)
+      << ValidateTrajectory(t).message();
   t = LongTrajectory("ep", 2);
   t.mutable_segments(0)->set_logprobs(0, 0.5f);  // a probability above 1
   EXPECT_FALSE(ValidateTrajectory(t).ok());
