@@ -75,14 +75,64 @@ int TrainAndFinish(RunContext& ctx, const trainer::DqnRunOptions& options, Train
 
 }  // namespace
 
-Status CheckDqnRecipe(const config::ConfigNode& written, const std::string& source) {
+Status CheckDqnRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
+                      const std::string& source) {
   // The LLM learners' sections; the dqn engine trains the navigator and reads none of them.
   static const std::set<std::string> kUnread = {"grpo", "sft", "model"};
   std::string errors;
+  auto at = [](const config::ConfigNode& n) { return "\n  " + n.origin().ToString() + ": "; };
   for (const auto& [key, node] : written.entries()) {
     if (kUnread.count(key) != 0) {
-      errors += "\n  " + node.origin().ToString() + ": section '" + key +
-                "' is not read by the dqn engine (trainer.algorithm: dqn)";
+      errors +=
+          at(node) + "section '" + key + "' is not read by the dqn engine (trainer.algorithm: dqn)";
+    }
+  }
+  errors += UnreadSections(written, cfg, "dqn");
+  errors += OtherEnvSections(written, cfg.env.name);
+  if (const config::ConfigNode* rollout = written.Find("rollout"); rollout != nullptr) {
+    if (!cfg.dqn.distributed) {
+      errors += at(*rollout) +
+                "section 'rollout' is not read while dqn.distributed is false (the navigator "
+                "acts and learns in one process)";
+    } else {
+      errors += OverriddenDispatcherKeys(
+          written,
+          "the dqn learner is off-policy (Ape-X): it keeps every transition whatever "
+          "the navigator version that acted, and episodes come in no groups");
+    }
+  }
+  // RLoT's transition reward is the env's: the step scorer's score per block and the outcome at
+  // the end (env.rlot.step_scorer, env.rlot.step_reward; notes.md). Of the rewards section the
+  // engine reads the PRM request alone, with step_scorer: prm, where it becomes env.rlot.prm
+  // (rlot_recipe.h). (Under the chain MDP no rewards section is read at all: UnreadSections.)
+  const bool rlot = cfg.env.name == "rlot";
+  const bool prm_scored = rlot && cfg.env.rlot.step_scorer == "prm";
+  const config::ConfigNode* rewards = rlot ? written.Find("rewards") : nullptr;
+  for (size_t i = 0; rewards != nullptr && i < rewards->entries().size(); ++i) {
+    const auto& [key, node] = rewards->entries()[i];
+    if (key == "prm" && prm_scored) continue;
+    if (key == "prm") {
+      errors += at(node) +
+                "rewards.prm has no effect while env.rlot.step_scorer is rule (the rule step "
+                "verifier scores each step)";
+    } else {
+      errors += at(node) + "rewards." + key +
+                " is not read by the dqn engine: RLoT's transition reward is the env's "
+                "(env.rlot.step_scorer's score per block, the outcome at the end)";
+    }
+  }
+  const config::ConfigNode* env = written.Find("env");
+  const config::ConfigNode* r = env == nullptr || !rlot ? nullptr : env->Find("rlot");
+  if (r != nullptr) {
+    if (const config::ConfigNode* n = r->Find("prm"); n != nullptr) {
+      errors += at(*n) +
+                "env.rlot.prm is filled in from rewards.prm (the recipe's PRM request), "
+                "which would overwrite it: set rewards.prm";
+    }
+    const char* unused = prm_scored ? "rule" : "prm_endpoint";
+    if (const config::ConfigNode* n = r->Find(unused); n != nullptr) {
+      errors += at(*n) + "env.rlot." + unused + " has no effect while env.rlot.step_scorer is " +
+                cfg.env.rlot.step_scorer;
     }
   }
   if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);
@@ -116,9 +166,8 @@ int RunDqnEngine(RunContext& ctx) {
                    "dqn.distributed: true\n";
       return kExitError;
     }
-    auto env_config = envs::rlot::RlotEnvConfigForRun(cfg.env.rlot, cfg.endpoints,
-                                                       cfg.rewards.prm, cfg.dqn.gamma,
-                                                       ctx.loaded.source);
+    auto env_config = envs::rlot::RlotEnvConfigForRun(cfg.env.rlot, cfg.endpoints, cfg.rewards.prm,
+                                                      cfg.dqn.gamma, ctx.loaded.source);
     auto items = env_config.ok() ? envs::rlot::RlotDatasetItems(cfg.train_data)
                                  : Result<std::vector<std::string>>(env_config.status());
     if (!items.ok()) {
@@ -129,8 +178,7 @@ int RunDqnEngine(RunContext& ctx) {
     options.env_config = *env_config;
     options.dataset_items = std::move(items).value();
     spdlog::info("rlot: {} training problems, LLM endpoint '{}', step scorer {}",
-                 options.dataset_items.size(), cfg.env.rlot.llm_endpoint,
-                 cfg.env.rlot.step_scorer);
+                 options.dataset_items.size(), cfg.env.rlot.llm_endpoint, cfg.env.rlot.step_scorer);
   }
 
   if (options.dqn.distributed) {

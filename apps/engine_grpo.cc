@@ -44,6 +44,12 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
           ": env.chain configures the DQN navigator's MDP, which the grpo engine does not run";
     }
   }
+  errors += UnreadSections(written, cfg, "grpo");
+  errors += OtherEnvSections(written, cfg.env.name, {"chain"});
+  errors += OverriddenDispatcherKeys(
+      written,
+      "the grpo learner measures staleness per policy segment (grpo.max_policy_lag, "
+      "grpo.stale_policy) and collects each group itself");
   const config::ConfigNode* g = root->Find("grpo");
   auto set = [&](const std::string& k) -> const config::ConfigNode* {
     return g == nullptr ? nullptr : g->Find(k);
@@ -85,6 +91,41 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
                   "false";
       }
     }
+  }
+  // stale_policy: importance keeps the segments older than max_policy_lag and corrects them with
+  // the truncated IS weight min(pi_learner / pi_rollout, C) (policy_loss.h); without
+  // truncated_is there is no such weight, and the learner does not switch it on by itself.
+  if (c.stale_policy == "importance" && !c.truncated_is) {
+    const config::ConfigNode* n =
+        set("stale_policy") != nullptr ? set("stale_policy") : set("truncated_is");
+    errors += "\n  " + (n != nullptr ? n->origin().ToString() : source) +
+              ": grpo.stale_policy: importance corrects stale segments with the truncated IS "
+              "weight: it needs grpo.truncated_is: true";
+  }
+  // The PPO clip and GSPO's sequence ratio act only from the second pass over a batch on. With
+  // one pass (updates_per_batch: 1) UpdatePolicy takes the old log-probs as the detached current
+  // ones (policy_update.cc), so the token ratio r = exp(logp - sg(logp)) is exactly 1, and so is
+  // GSPO's exp(mean of zeros + logp - sg(logp)), with the same gradient A * grad(logp).
+  // clip(1, 1 - clip_eps, 1 + clip_eps_high) = 1 for any eps >= 0: min(r A, clip(r) A) never
+  // takes the clipped side. Truncated IS and stale rollouts do not change that: the TIS weight
+  // compares the learner's log-probs with the rollout engine's and multiplies the loss outside
+  // the clip (policy_loss.cc), and stale segments are dropped or corrected by that weight,
+  // never through the ratio.
+  if (c.updates_per_batch == 1) {
+    for (const char* k : {"clip_eps", "clip_eps_high", "ratio_level"}) {
+      no_effect(k, "while grpo.updates_per_batch is 1 (one pass: the PPO ratio is exactly 1)");
+    }
+  }
+  // Each policy turn is sampled under its env's own budget (env.coger.router_max_tokens,
+  // env.r2.decomposer_max_tokens and allocator_max_tokens, env.deeptool.step_max_tokens,
+  // env.atlas.orchestrator_max_tokens), in training as in evaluation: episode requests carry no
+  // max_tokens (grpo_trainer.cc). grpo.max_tokens is only a length the loss assumes.
+  if (c.overlong_buffer == 0 &&
+      !(c.loss_aggregation == "seq_mean_token_sum" && c.aggregation_norm_len == 0)) {
+    no_effect("max_tokens",
+              "unless grpo.overlong_buffer > 0 or grpo.loss_aggregation is seq_mean_token_sum "
+              "without aggregation_norm_len: each turn's sampling budget is the env's "
+              "(env.<name>.*_max_tokens)");
   }
   // grad_accum x prompts_per_step x group_size bounds micro_batch_size.
   if (Status batching = trainer::grpo::CheckGrpoConfig(c); !batching.ok()) {

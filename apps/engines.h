@@ -35,10 +35,24 @@ Status CheckRecipe(const LoadedConfig& loaded, const std::vector<std::string>& o
 // The engines' checks. `written`: what the user wrote (the recipe file and its --set
 // assignments, or on resume only the assignments); `cfg`: the resulting config, for the modes
 // that decide whether a knob has an effect. `source` names the recipe in messages.
-Status CheckDqnRecipe(const config::ConfigNode& written, const std::string& source);
+Status CheckDqnRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
+                      const std::string& source);
 Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
                        const std::string& source);
 Status CheckSftRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
                       const std::string& source);
+
+// Error lines (each "\n  <origin>: ...") for the engines' checks, empty when nothing is wrong.
+// env.<x> sections of an env other than env.name (`skip`: those the caller names itself).
+std::string OtherEnvSections(const config::ConfigNode& written, const std::string& env_name,
+                             const std::vector<std::string>& skip = {});
+// Top-level sections the engine (`grpo` or `dqn`) does not read with the recipe's env, nor
+// `allot eval` for that env (the engines' own sections, which each engine names itself, aside).
+std::string UnreadSections(const config::ConfigNode& written, const AllotConfig& cfg,
+                           const std::string& engine);
+// rollout.dispatcher's staleness and grouping knobs (max_policy_lag, stale_policy,
+// stale_weight_decay, deliver_groups): both trainers set their own, so a recipe's values do
+// nothing today; `why` says what the engine does instead.
+std::string OverriddenDispatcherKeys(const config::ConfigNode& written, const std::string& why);
 
 }  // namespace allot::apps

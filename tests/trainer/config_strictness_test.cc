@@ -10,7 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/models/tiny_model.h"
 
@@ -24,9 +28,10 @@ struct Outcome {
   std::string output;  // stdout and stderr
 };
 
-Outcome Allot(const std::string& args) {
-  std::string cmd = ALLOT_BINARY_DIR;
-  cmd.append("/apps/allot ").append(args).append(" 2>&1");
+// `prefix`: put in front of the command, e.g. "env NAME=value".
+Outcome Allot(const std::string& args, const std::string& prefix = "") {
+  std::string cmd = prefix.empty() ? "" : prefix + " ";
+  cmd.append(ALLOT_BINARY_DIR).append("/apps/allot ").append(args).append(" 2>&1");
   Outcome out;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return out;
@@ -164,6 +169,170 @@ TEST_F(ConfigStrictnessIntegrationTest, WorkerSetWithoutARecipeIsRefused) {
   auto a = Allot("rollout-worker --listen 127.0.0.1:0 --set rollout.worker.threads=4");
   EXPECT_EQ(a.code, 1) << a.output;
   EXPECT_TRUE(Has(a, "--set rollout.worker.threads=4 needs -c/--config")) << a.output;
+}
+
+// With one pass over a batch (updates_per_batch: 1) the PPO ratio is exactly 1, so the clip
+// and GSPO's sequence ratio cannot change the gradient (apps/engine_grpo.cc says why, TIS and
+// staleness included). configs/quickstart/coger.yaml set clip_eps_high and credited it.
+TEST_F(ConfigStrictnessIntegrationTest, ClipWithOnePassIsRefused) {
+  for (const std::string k :
+       {"grpo.clip_eps=0.1", "grpo.clip_eps_high=0.28", "grpo.ratio_level=sequence"}) {
+    auto a = Allot("train -c " + grpo_ + Out() + " --set " + k);
+    EXPECT_EQ(a.code, 1) << a.output;
+    EXPECT_TRUE(Has(a, "--set " + k.substr(0, k.find('=')))) << a.output;
+    EXPECT_TRUE(Has(a, "has no effect while grpo.updates_per_batch is 1")) << a.output;
+    auto b = Allot("train -c " + grpo_ + Out() + " --set " + k + " --set grpo.updates_per_batch=2");
+    EXPECT_FALSE(Has(b, "has no effect")) << b.output;
+  }
+}
+
+// Each turn is sampled under its env's budget (env.coger.router_max_tokens, ...), in training as
+// in evaluation; grpo.max_tokens, which used to override them in training, is only a length the
+// loss assumes, and an error where the loss assumes none.
+TEST_F(ConfigStrictnessIntegrationTest, GrpoMaxTokensWithoutALossThatReadsItIsRefused) {
+  auto a = Allot("train -c " + grpo_ + Out() + " --set grpo.max_tokens=48");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "--set grpo.max_tokens")) << a.output;
+  EXPECT_TRUE(Has(a, "each turn's sampling budget is the env's")) << a.output;
+  for (const std::string mode :
+       {"grpo.loss_aggregation=seq_mean_token_sum", "grpo.overlong_buffer=8"}) {
+    auto b = Allot("train -c " + grpo_ + Out() + " --set grpo.max_tokens=48 --set " + mode);
+    EXPECT_FALSE(Has(b, "has no effect")) << b.output;
+  }
+}
+
+// stale_policy: importance corrects stale segments with the TIS weight. It used to switch TIS on
+// behind the recipe's back, and the check then refused a truncated_is_cap that was in effect.
+TEST_F(ConfigStrictnessIntegrationTest, ImportanceNeedsTruncatedIs) {
+  auto a = Allot("train -c " + grpo_ + Out() +
+                 " --set grpo.stale_policy=importance --set grpo.truncated_is=false"
+                 " --set grpo.truncated_is_cap=3");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a,
+                  "grpo.stale_policy: importance corrects stale segments with the truncated "
+                  "IS weight: it needs grpo.truncated_is: true"))
+      << a.output;
+  auto b = Allot("train -c " + grpo_ + Out() +
+                 " --set grpo.stale_policy=importance --set grpo.truncated_is_cap=3");
+  EXPECT_FALSE(Has(b, "has no effect")) << b.output;
+  EXPECT_FALSE(Has(b, "needs grpo.truncated_is")) << b.output;
+}
+
+// Both trainers set the dispatcher's staleness knobs themselves (the grpo learner per segment,
+// the dqn learner off-policy): a recipe's values validated and did nothing.
+TEST_F(ConfigStrictnessIntegrationTest, DispatcherStalenessKnobsAreRefused) {
+  for (const std::string k :
+       {"rollout.dispatcher.max_policy_lag=2", "rollout.dispatcher.stale_policy=downweight",
+        "rollout.dispatcher.stale_weight_decay=0.3"}) {
+    const std::string key = k.substr(0, k.find('='));
+    auto a = Allot("train -c " + grpo_ + Out() + " --set " + k);
+    EXPECT_EQ(a.code, 1) << a.output;
+    EXPECT_TRUE(Has(a, "--set " + key + ": " + key + " has no effect today")) << a.output;
+    auto b = Allot("config validate " + dqn_ + " --set dqn.distributed=true --set " + k);
+    EXPECT_EQ(b.code, 1) << b.output;
+    EXPECT_TRUE(Has(b, key + " has no effect today: the dqn learner is off-policy")) << b.output;
+  }
+  // Without dqn.distributed the navigator reads no rollout section at all.
+  auto c = Allot("config validate " + dqn_ + " --set rollout.in_process_workers=2");
+  EXPECT_EQ(c.code, 1) << c.output;
+  EXPECT_TRUE(Has(c, "section 'rollout' is not read while dqn.distributed is false")) << c.output;
+  auto d = Allot("config validate " + dqn_ +
+                 " --set dqn.distributed=true --set rollout.in_process_workers=2");
+  EXPECT_EQ(d.code, 0) << d.output;
+}
+
+// RLoT's transition rewards are the env's (the step scorer's score per block, the outcome at the
+// end): rewards.terms was never read, rewards.prm did nothing under step_scorer: rule, and
+// env.rlot.prm was overwritten by rewards.prm in silence.
+TEST_F(ConfigStrictnessIntegrationTest, RlotRewardKeysWithoutEffectAreRefused) {
+  const std::string rlot = Write(dir_ + "/rlot.yaml",
+                                 "trainer: {algorithm: dqn}\n"
+                                 "dqn: {distributed: true}\n"
+                                 "env:\n  name: rlot\n  rlot: {step_scorer: rule}\n");
+  auto ok = Allot("config validate " + rlot);
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  auto terms = Allot("config validate " + rlot + " --set 'rewards.terms=[{name: prm}]'");
+  EXPECT_EQ(terms.code, 1) << terms.output;
+  EXPECT_TRUE(Has(terms, "rewards.terms is not read by the dqn engine")) << terms.output;
+  auto prm = Allot("config validate " + rlot + " --set rewards.prm.aggregate=min");
+  EXPECT_EQ(prm.code, 1) << prm.output;
+  EXPECT_TRUE(Has(prm, "rewards.prm has no effect while env.rlot.step_scorer is rule"))
+      << prm.output;
+  auto endpoint = Allot("config validate " + rlot + " --set env.rlot.prm_endpoint=p");
+  EXPECT_EQ(endpoint.code, 1) << endpoint.output;
+  EXPECT_TRUE(Has(endpoint,
+                  "env.rlot.prm_endpoint has no effect while env.rlot.step_scorer is "
+                  "rule"))
+      << endpoint.output;
+  const std::string scored = " --set env.rlot.step_scorer=prm";
+  auto own = Allot("config validate " + rlot + scored + " --set env.rlot.prm.aggregate=min");
+  EXPECT_EQ(own.code, 1) << own.output;
+  EXPECT_TRUE(Has(own, "env.rlot.prm is filled in from rewards.prm")) << own.output;
+  auto used = Allot("config validate " + rlot + scored + " --set rewards.prm.aggregate=min");
+  EXPECT_EQ(used.code, 0) << used.output;
+}
+
+// A section of another env than env.name configures nothing this run uses.
+TEST_F(ConfigStrictnessIntegrationTest, OtherEnvsSectionsAreRefused) {
+  auto a = Allot("config validate " + grpo_ +
+                 " --set env.name=coger --set env.r2.decomposer_max_tokens=64");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "env.r2 configures the r2 env, which this run does not use")) << a.output;
+  auto b = Allot("config validate " + grpo_ +
+                 " --set env.name=coger --set env.coger.router_max_tokens=64");
+  EXPECT_EQ(b.code, 0) << b.output;
+}
+
+// A section neither the engine nor `allot eval` reads with the recipe's env is refused:
+// `sampler` (no engine reads it; the grpo engine draws train_data's items in order), a dataset
+// under the chain MDP.
+TEST_F(ConfigStrictnessIntegrationTest, SectionsNothingReadsAreRefused) {
+  auto a = Allot("config validate " + grpo_ + " --set sampler.seed=3");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "--set sampler.seed: section 'sampler' is not read by the grpo engine"))
+      << a.output;
+  auto b = Allot("config validate " + dqn_ + " --set train_data.path=x.jsonl");
+  EXPECT_EQ(b.code, 1) << b.output;
+  EXPECT_TRUE(Has(b, "section 'train_data' is not read by the dqn engine with env.name chain"))
+      << b.output;
+  auto c = Allot("config validate " + dqn_ +
+                 " --set env.name=rlot --set dqn.distributed=true --set train_data.path=x.jsonl");
+  EXPECT_EQ(c.code, 0) << c.output;
+}
+
+// Every shipped recipe (configs/, configs/quickstart/, configs/tinyworld/) passes the check its
+// engine makes before a run (`allot config validate`). A value a recipe requires from the
+// environment (${NAME:?...}: a model path, a server URL, a dataset) gets a placeholder. Files
+// that name neither trainer nor env (tinyworld/datasets.yaml, pool.yaml) are parts that recipes
+// include, not recipes: `allot train` on one alone would train the chain MDP on defaults.
+TEST_F(ConfigStrictnessIntegrationTest, EveryShippedRecipeValidates) {
+  std::vector<fs::path> recipes;
+  std::set<std::string> required;
+  const std::regex var(R"(\$\{([A-Za-z_][A-Za-z0-9_]*):\?)");
+  const std::regex recipe_key(R"((^|\n)(trainer|env):)");
+  for (const char* sub : {"", "/quickstart", "/tinyworld"}) {
+    const fs::path dir = fs::path(ALLOT_SOURCE_DIR) / ("configs" + std::string(sub));
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      std::stringstream text;
+      text << std::ifstream(entry.path()).rdbuf();
+      const std::string t = text.str();
+      for (std::sregex_iterator it(t.begin(), t.end(), var), end; it != end; ++it) {
+        required.insert((*it)[1].str());
+      }
+      if (std::regex_search(t, recipe_key)) recipes.push_back(entry.path());
+    }
+  }
+  std::string env = "env";
+  for (const std::string& name : required) {
+    env += " " + name + "=" +
+           (name.find("URL") != std::string::npos ? "http://127.0.0.1:9" : "placeholder");
+  }
+  for (const fs::path& p : recipes) {
+    auto a = Allot("config validate " + p.string(), env);
+    EXPECT_EQ(a.code, 0) << p << ":\n" << a.output;
+  }
+  EXPECT_GE(recipes.size(), 19u);
 }
 
 // R2-Reasoner Sec. 4.3: with grpo.alternation.adapters each role's LoRA is its own entry, so

@@ -230,7 +230,6 @@ std::string WriteRecipe(const std::string& dir, const std::string& model_dir,
   grad_accum: 1
   updates_per_batch: 2
   lr: 2.0e-2
-  max_tokens: 48
   temperature: 1.0
   loss_aggregation: token_mean
   sync_timeout_s: 10
