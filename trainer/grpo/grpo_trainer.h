@@ -22,7 +22,10 @@
 // ever saved. max_empty_steps steps in a row with no group left fail the run.
 //
 // The policy is models::CausalLM with a LoRA adapter; the reference policy (KL term) is the same
-// model with the adapter switched off, and is not evaluated when kl_coef = 0.
+// model with the adapter switched off, and is not evaluated when kl_coef = 0. With
+// grpo.alternation each role is an adapter of its own (role_adapters.h, R2-Reasoner Sec. 4.3):
+// a step attaches, trains and publishes the active role's alone, and checkpoints hold every
+// role's adapter, optimizer and version in place of the one adapter and optimizer below.
 //
 // Checkpoints (core/checkpoint_store.h) hold the adapter, AdamW's state (trainer/optim's
 // safetensors image, with the schedule step), the step, the policy version, the data cursor,
