@@ -7,6 +7,7 @@
 
 #include "apps/commands.h"
 #include "apps/engines.h"
+#include "apps/env_catalog.h"
 #include "core/atomic_file.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
@@ -153,6 +154,16 @@ int RunDqnEngine(RunContext& ctx) {
   options.log_every = cfg.logging.log_every;
   options.seed = static_cast<uint64_t>(cfg.run.seed);
   options.checkpoint_dir = ctx.run.checkpoints_dir();
+  // The navigator trains on the chain MDP or RLoT's env; any other env.name (an LLM-policy env,
+  // e.g. an ATLAS evaluation recipe, whose trainer.algorithm defaults to dqn) would be ignored
+  // and the chain MDP trained instead.
+  if (FindEnvKind(cfg.env.name) != EnvKind::kNavigator) {
+    std::cerr << "allot: env.name: '" << cfg.env.name
+              << "' is not an env the dqn engine trains on (" << EnvNames(EnvKind::kNavigator)
+              << "); an LLM-policy env trains with "
+              << "trainer.algorithm: grpo, and allot eval evaluates it\n";
+    return kExitError;
+  }
   if (options.dqn.state_dim != envs::ChainMdp::kStateDim ||
       options.dqn.num_actions != envs::ChainMdp::kNumActions) {
     std::cerr << "allot: dqn.state_dim/num_actions must be 7/5 for env '" << cfg.env.name << "'\n";

@@ -300,6 +300,16 @@ TEST_F(ConfigStrictnessIntegrationTest, SectionsNothingReadsAreRefused) {
   EXPECT_EQ(c.code, 0) << c.output;
 }
 
+// The dqn engine trains the chain MDP or RLoT's env: with another env.name (an ATLAS evaluation
+// recipe names none of trainer.algorithm, so dqn) it trained the chain MDP and ignored the env.
+TEST_F(ConfigStrictnessIntegrationTest, DqnRefusesAnEnvItDoesNotTrainOn) {
+  auto a = Allot("train -c " + dqn_ + Out() + " --name atlas --set env.name=atlas");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "env.name: 'atlas' is not an env the dqn engine trains on")) << a.output;
+  auto b = Allot("train -c " + dqn_ + Out() + " --name chain");
+  EXPECT_EQ(b.code, 0) << b.output;
+}
+
 // Every shipped recipe (configs/, configs/quickstart/, configs/tinyworld/) passes the check its
 // engine makes before a run (`allot config validate`). A value a recipe requires from the
 // environment (${NAME:?...}: a model path, a server URL, a dataset) gets a placeholder. Files
@@ -345,14 +355,16 @@ TEST_F(ConfigStrictnessIntegrationTest, PerRoleAdaptersLeaveGrpoLoraWithoutEffec
   auto a = Allot("train -c " + roles + Out() + " --set grpo.lora.r=8");
   EXPECT_EQ(a.code, 1) << a.output;
   EXPECT_TRUE(Has(a, "--set grpo.lora")) << a.output;
-  EXPECT_TRUE(Has(a, "grpo.lora has no effect while grpo.alternation.adapters gives each role "
-                     "its own adapter"))
+  EXPECT_TRUE(Has(a,
+                  "grpo.lora has no effect while grpo.alternation.adapters gives each role "
+                  "its own adapter"))
       << a.output;
   auto b = Allot("train -c " + roles + Out() + " --set grpo.alternation.enabled=false");
   EXPECT_EQ(b.code, 1) << b.output;
   EXPECT_TRUE(Has(b, "roles.yaml:")) << b.output;
-  EXPECT_TRUE(Has(b, "grpo.alternation.adapters has no effect while grpo.alternation.enabled is "
-                     "false"))
+  EXPECT_TRUE(Has(b,
+                  "grpo.alternation.adapters has no effect while grpo.alternation.enabled is "
+                  "false"))
       << b.output;
   EXPECT_FALSE(fs::exists(runs_));
   auto c = Allot("train -c " + roles + Out());
