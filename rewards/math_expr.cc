@@ -9,8 +9,8 @@
 #include <sstream>
 #include <vector>
 
-#include "envs/tools/expr_parser.h"
-#include "envs/tools/ginac_eval.h"
+#include "math/expr_parser.h"
+#include "math/ginac_eval.h"
 
 namespace allot::rewards {
 namespace {
@@ -18,15 +18,15 @@ namespace {
 using GiNaC::ex;
 using GiNaC::numeric;
 
-// An answer parsed by the one front-end onto GiNaC (envs/tools/expr_parser.h, LaTeX dialect).
+// An answer parsed by the one front-end onto GiNaC (math/expr_parser.h, LaTeX dialect).
 struct ParsedMath {
   ex value;
   bool inexact = false;  // a decimal with a fractional part was read
 };
 
-envs::tools::EvalLimits AnswerLimits(const MathLimits& limits) {
-  envs::tools::EvalLimits out;
-  out.parse.dialect = envs::tools::ExprDialect::kLatex;
+math::EvalLimits AnswerLimits(const MathLimits& limits) {
+  math::EvalLimits out;
+  out.parse.dialect = math::ExprDialect::kLatex;
   out.parse.max_length = limits.max_length;
   out.parse.max_depth = limits.max_depth;
   out.parse.max_number_digits = limits.max_digits;
@@ -41,19 +41,18 @@ envs::tools::EvalLimits AnswerLimits(const MathLimits& limits) {
 }
 
 Result<ParsedMath> ParseAnswer(std::string_view text, const MathLimits& limits,
-                               envs::tools::SymbolTable& symbols) {
-  const envs::tools::EvalLimits eval = AnswerLimits(limits);
-  auto tree = envs::tools::ParseExpression(text, eval.parse);
-  Result<ex> value =
-      tree.ok() ? envs::tools::ToGinac(**tree, &symbols, eval) : Result<ex>(tree.status());
+                               math::SymbolTable& symbols) {
+  const math::EvalLimits eval = AnswerLimits(limits);
+  auto tree = math::ParseExpression(text, eval.parse);
+  Result<ex> value = tree.ok() ? math::ToGinac(**tree, &symbols, eval) : Result<ex>(tree.status());
   if (!value.ok()) {
     return Status(value.status().code(),
                   "maths '" + std::string(text.substr(0, 80)) + "': " + value.status().message());
   }
-  return ParsedMath{*value, envs::tools::HasDecimalLiteral(**tree)};
+  return ParsedMath{*value, math::HasDecimalLiteral(**tree)};
 }
 
-std::vector<GiNaC::symbol> AllSymbols(const envs::tools::SymbolTable& symbols) {
+std::vector<GiNaC::symbol> AllSymbols(const math::SymbolTable& symbols) {
   std::vector<GiNaC::symbol> out;
   for (const auto& [name, s] : symbols.symbols()) out.push_back(s);
   return out;
@@ -184,8 +183,8 @@ bool EqualAtPoints(const ex& a, const ex& b, const std::vector<GiNaC::symbol>& s
 }  // namespace
 
 Result<std::string> CanonicalMath(std::string_view text, const MathLimits& limits) {
-  auto lock = envs::tools::LockGinac();  // first: every GiNaC object here dies before it
-  envs::tools::SymbolTable symbols;
+  auto lock = math::LockGinac();  // first: every GiNaC object here dies before it
+  math::SymbolTable symbols;
   ALLOT_ASSIGN_OR_RETURN(ParsedMath p, ParseAnswer(text, limits, symbols));
   std::ostringstream os;
   try {
@@ -197,8 +196,8 @@ Result<std::string> CanonicalMath(std::string_view text, const MathLimits& limit
 }
 
 Result<bool> MathEqual(std::string_view a, std::string_view b, const MathCompareOptions& options) {
-  auto lock = envs::tools::LockGinac();  // first: every GiNaC object here dies before it
-  envs::tools::SymbolTable symbols;  // shared, so that x on both sides is one symbol
+  auto lock = math::LockGinac();  // first: every GiNaC object here dies before it
+  math::SymbolTable symbols;      // shared, so that x on both sides is one symbol
   ALLOT_ASSIGN_OR_RETURN(ParsedMath pa, ParseAnswer(a, options.limits, symbols));
   ALLOT_ASSIGN_OR_RETURN(ParsedMath pb, ParseAnswer(b, options.limits, symbols));
   try {

@@ -1,6 +1,6 @@
 // Bounded LaTeX-to-GiNaC parsing and symbolic equality of two answers.
 //
-// Answers are read by allot's one front-end onto GiNaC (envs/tools/expr_parser.h and
+// Answers are read by allot's one front-end onto GiNaC (math/expr_parser.h and
 // ginac_eval.h) in its LaTeX dialect, which reads the subset of LaTeX and plain-text maths
 // that final answers use:
 //   numbers (exact: "0.5" is the rational 1/2), + - * / ^, implicit products ("2x", "3\pi",

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <string_view>
 
-#include "envs/tools/ginac_eval.h"
+#include "math/ginac_eval.h"
 
 namespace allot::envs::rlot {
 namespace {
@@ -33,9 +33,9 @@ std::string Side(std::string_view s) {
 // Exact value of an arithmetic side; nullopt when it does not parse to a number.
 std::optional<GiNaC::ex> Value(const std::string& side) {
   if (side.empty()) return std::nullopt;
-  tools::EvalLimits limits;
+  math::EvalLimits limits;
   limits.max_result_bits = 4096;
-  auto v = tools::ParseToGinac(side, nullptr, limits);
+  auto v = math::ParseToGinac(side, nullptr, limits);
   if (!v.ok()) return std::nullopt;
   try {
     if (!GiNaC::is_a<GiNaC::numeric>(v->evalf())) return std::nullopt;
@@ -48,7 +48,7 @@ std::optional<GiNaC::ex> Value(const std::string& side) {
 }  // namespace
 
 StepCheck CheckStepArithmetic(const std::string& step) {
-  auto ginac = tools::LockGinac();  // episodes of one worker verify steps on several threads
+  auto ginac = math::LockGinac();  // episodes of one worker verify steps on several threads
   StepCheck check;
   // The positions of '=' that are plain equations (not "<=", ">=", "==", "!=").
   std::vector<size_t> eqs;

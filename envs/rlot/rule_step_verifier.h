@@ -2,7 +2,7 @@
 // world, where no trained PRM exists: it checks the arithmetic written in each step.
 //
 // Every "lhs = rhs" in a step whose two sides are arithmetic (numbers, + - * / ^ % and
-// parentheses, read by the project's own parser and evaluated exactly, envs/tools/ginac_eval.h)
+// parentheses, read by the project's own parser and evaluated exactly, math/ginac_eval.h)
 // is checked; a chain "a = b = c" checks each neighbouring pair. A step scores `correct` when
 // every checked equation holds, `wrong` when one does not, and `unchecked` when it holds no
 // arithmetic to check. Equations with words or symbols on a side ("x = 3") are not checked.

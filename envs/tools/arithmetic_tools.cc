@@ -14,15 +14,15 @@ using nlohmann::json;
 
 constexpr int64_t kMaxFactorization = 1'000'000'000'000;  // trial division stays < 1e6 steps
 
-Result<GiNaC::ex> JsonToExact(const json& v, const EvalLimits& limits) {
+Result<GiNaC::ex> JsonToExact(const json& v, const math::EvalLimits& limits) {
   if (!v.is_number()) return InvalidArgument("expected a number, got " + JsonTypeName(v));
-  return ParseToGinac(v.dump(), nullptr, limits);
+  return math::ParseToGinac(v.dump(), nullptr, limits);
 }
 
 Result<json> CalculationJson(const GiNaC::ex& value) {
   json out;
-  out["value"] = GinacToString(value);
-  Result<std::string> dec = GinacToDecimal(value);
+  out["value"] = math::GinacToString(value);
+  Result<std::string> dec = math::GinacToDecimal(value);
   if (dec.ok()) out["decimal"] = *dec;
   return out;
 }
@@ -39,10 +39,10 @@ json NumberArray(int max_items) {
       {"type", "array"}, {"items", {{"type", "number"}}}, {"minItems", 1}, {"maxItems", max_items}};
 }
 
-// Every tool here runs under LockGinac(): the registry calls tools from many episode threads.
+// Every tool here runs under math::LockGinac(): the registry calls tools from many episode threads.
 Status Add(ToolRegistry& r, ToolSpec spec, FunctionTool::Fn fn) {
   FunctionTool::Fn locked = [fn = std::move(fn)](const json& params) -> Result<json> {
-    auto lock = LockGinac();
+    auto lock = math::LockGinac();
     return fn(params);
   };
   return r.Register(std::make_unique<FunctionTool>(std::move(spec), std::move(locked)));
@@ -50,19 +50,19 @@ Status Add(ToolRegistry& r, ToolSpec spec, FunctionTool::Fn fn) {
 
 }  // namespace
 
-Result<Calculation> Calculate(std::string_view expression, const EvalLimits& limits) {
-  auto lock = LockGinac();
-  ALLOT_ASSIGN_OR_RETURN(GiNaC::ex value, ParseToGinac(expression, nullptr, limits));
+Result<Calculation> Calculate(std::string_view expression, const math::EvalLimits& limits) {
+  auto lock = math::LockGinac();
+  ALLOT_ASSIGN_OR_RETURN(GiNaC::ex value, math::ParseToGinac(expression, nullptr, limits));
   if (GiNaC::is_a<GiNaC::lst>(value)) return InvalidArgument("a list is not a number");
   Calculation c;
-  c.exact = GinacToString(value);
+  c.exact = math::GinacToString(value);
   c.rational =
       GiNaC::is_a<GiNaC::numeric>(value) && GiNaC::ex_to<GiNaC::numeric>(value).is_rational();
-  ALLOT_ASSIGN_OR_RETURN(c.decimal, GinacToDecimal(value));
+  ALLOT_ASSIGN_OR_RETURN(c.decimal, math::GinacToDecimal(value));
   return c;
 }
 
-Status RegisterArithmeticTools(ToolRegistry& registry, const EvalLimits& limits) {
+Status RegisterArithmeticTools(ToolRegistry& registry, const math::EvalLimits& limits) {
   ALLOT_RETURN_IF_ERROR(Add(
       registry,
       {"calculate",
@@ -104,27 +104,27 @@ Status RegisterArithmeticTools(ToolRegistry& registry, const EvalLimits& limits)
                                 for (size_t i = 0; i < p["numbers"].size(); ++i) {
                                   expr += (i ? "," : "") + p["numbers"][i].dump();
                                 }
-                                ALLOT_ASSIGN_OR_RETURN(GiNaC::ex v,
-                                                       ParseToGinac(expr + ")", nullptr, limits));
-                                return json{{"value", GinacToString(v)}};
+                                ALLOT_ASSIGN_OR_RETURN(
+                                    GiNaC::ex v, math::ParseToGinac(expr + ")", nullptr, limits));
+                                return json{{"value", math::GinacToString(v)}};
                               }));
   }
 
-  ALLOT_RETURN_IF_ERROR(
-      Add(registry,
-          {"factorial",
-           "arithmetic",
-           "n! for a non-negative integer n.",
-           {{"type", "object"},
-            {"properties", {{"n", {{"type", "integer"}, {"minimum", 0}}}}},
-            {"required", {"n"}},
-            {"additionalProperties", false}},
-           {json{{"n", 10}}}},
-          [limits](const json& p) -> Result<json> {
-            ALLOT_ASSIGN_OR_RETURN(
-                GiNaC::ex v, ParseToGinac("factorial(" + p["n"].dump() + ")", nullptr, limits));
-            return json{{"value", GinacToString(v)}};
-          }));
+  ALLOT_RETURN_IF_ERROR(Add(
+      registry,
+      {"factorial",
+       "arithmetic",
+       "n! for a non-negative integer n.",
+       {{"type", "object"},
+        {"properties", {{"n", {{"type", "integer"}, {"minimum", 0}}}}},
+        {"required", {"n"}},
+        {"additionalProperties", false}},
+       {json{{"n", 10}}}},
+      [limits](const json& p) -> Result<json> {
+        ALLOT_ASSIGN_OR_RETURN(
+            GiNaC::ex v, math::ParseToGinac("factorial(" + p["n"].dump() + ")", nullptr, limits));
+        return json{{"value", math::GinacToString(v)}};
+      }));
 
   for (const std::string fn : {"combinations", "permutations"}) {
     ALLOT_RETURN_IF_ERROR(
@@ -143,8 +143,8 @@ Status RegisterArithmeticTools(ToolRegistry& registry, const EvalLimits& limits)
             [fn, limits](const json& p) -> Result<json> {
               const std::string expr = (fn == "combinations" ? "comb(" : "perm(") + p["n"].dump() +
                                        "," + p["k"].dump() + ")";
-              ALLOT_ASSIGN_OR_RETURN(GiNaC::ex v, ParseToGinac(expr, nullptr, limits));
-              return json{{"value", GinacToString(v)}};
+              ALLOT_ASSIGN_OR_RETURN(GiNaC::ex v, math::ParseToGinac(expr, nullptr, limits));
+              return json{{"value", math::GinacToString(v)}};
             }));
   }
 

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "envs/tools/ginac_eval.h"
 #include "envs/tools/tool_registry.h"
+#include "math/ginac_eval.h"
 
 namespace allot::envs::tools {
 
@@ -19,16 +19,16 @@ struct Calculation {
 
 // Evaluates a closed arithmetic expression ("5^3 - 9*(5)^2 + 23*5 - 21"). Free names are an
 // error; pathological input (huge exponents, deep nesting, long input) is refused.
-Result<Calculation> Calculate(std::string_view expression, const EvalLimits& limits = {});
+Result<Calculation> Calculate(std::string_view expression, const math::EvalLimits& limits = {});
 
 // calculate, gcd, lcm, factorial, combinations, permutations, prime_factorization, percentage.
-Status RegisterArithmeticTools(ToolRegistry& registry, const EvalLimits& limits = {});
+Status RegisterArithmeticTools(ToolRegistry& registry, const math::EvalLimits& limits = {});
 
 // describe_data, quantile, linear_regression, correlation, probability_distribution.
 Status RegisterStatisticsTools(ToolRegistry& registry);
 
 // simplify, expand, factor, solve, differentiate, integrate, series, limit, substitute,
 // matrix_determinant, matrix_inverse, matrix_multiply, matrix_eigenvalues.
-Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits = {});
+Status RegisterSymbolicTools(ToolRegistry& registry, const math::EvalLimits& limits = {});
 
 }  // namespace allot::envs::tools

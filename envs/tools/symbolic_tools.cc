@@ -21,21 +21,21 @@ constexpr int kMaxMatrixDim = 12;
 constexpr int kMaxNumericDegree = 64;
 
 struct Ctx {
-  SymbolTable symbols;
-  const EvalLimits& limits;
+  math::SymbolTable symbols;
+  const math::EvalLimits& limits;
 };
 
-// Every tool here runs under LockGinac(): the registry calls tools from many episode threads.
+// Every tool here runs under math::LockGinac(): the registry calls tools from many episode threads.
 Status Add(ToolRegistry& r, ToolSpec spec, FunctionTool::Fn fn) {
   FunctionTool::Fn locked = [fn = std::move(fn)](const json& params) -> Result<json> {
-    auto lock = LockGinac();
+    auto lock = math::LockGinac();
     return fn(params);
   };
   return r.Register(std::make_unique<FunctionTool>(std::move(spec), std::move(locked)));
 }
 
 Result<ex> Parse(Ctx& ctx, const std::string& text) {
-  return ParseToGinac(text, &ctx.symbols, ctx.limits);
+  return math::ParseToGinac(text, &ctx.symbols, ctx.limits);
 }
 
 Result<GiNaC::symbol> Variable(Ctx& ctx, const std::string& name) {
@@ -56,8 +56,8 @@ Result<GiNaC::symbol> PickVariable(Ctx& ctx, const json& p, const char* key) {
                          std::to_string(ctx.symbols.symbols().size()) + " free symbols)");
 }
 
-Status CheckExpandable(const ex& e, const EvalLimits& limits) {
-  const double terms = EstimateExpandedTerms(e);
+Status CheckExpandable(const ex& e, const math::EvalLimits& limits) {
+  const double terms = math::EstimateExpandedTerms(e);
   if (terms > limits.max_expand_terms) {
     return ResourceExhausted("expression would expand to about " +
                              std::to_string(static_cast<long long>(terms)) + " terms (limit " +
@@ -71,9 +71,9 @@ bool IsRationalNumber(const ex& e) {
 }
 
 json Value(const ex& e) {
-  json out{{"result", GinacToString(e)}};
-  Result<std::string> dec = GinacToDecimal(e);
-  if (dec.ok() && *dec != GinacToString(e)) out["decimal"] = *dec;
+  json out{{"result", math::GinacToString(e)}};
+  Result<std::string> dec = math::GinacToDecimal(e);
+  if (dec.ok() && *dec != math::GinacToString(e)) out["decimal"] = *dec;
   return out;
 }
 
@@ -138,7 +138,8 @@ json NumberJson(std::complex<double> z) {
 }
 
 // Roots of `poly` (== 0) in x: factors over Q, exact up to degree 2.
-Result<json> PolynomialRoots(const ex& poly_in, const GiNaC::symbol& x, const EvalLimits& limits) {
+Result<json> PolynomialRoots(const ex& poly_in, const GiNaC::symbol& x,
+                             const math::EvalLimits& limits) {
   ALLOT_RETURN_IF_ERROR(CheckExpandable(poly_in, limits));
   const ex poly = poly_in.expand();
   if (!poly.is_polynomial(x)) return InvalidArgument("not a polynomial in " + x.get_name());
@@ -174,7 +175,7 @@ Result<json> PolynomialRoots(const ex& poly_in, const GiNaC::symbol& x, const Ev
       const ex a = fe.coeff(x, 2), b = fe.coeff(x, 1), c = fe.coeff(x, 0);
       const ex disc = (b * b - 4 * a * c).expand();
       for (int sign : {-1, 1}) {
-        const ex root = IsRationalNumber(disc) ? SimplifiedRoot(disc, 2) : GiNaC::sqrt(disc);
+        const ex root = IsRationalNumber(disc) ? math::SimplifiedRoot(disc, 2) : GiNaC::sqrt(disc);
         const ex r = ((-b + sign * root) / (2 * a)).normal();
         json j = Value(r);
         j["multiplicity"] = mult;
@@ -216,7 +217,7 @@ json MatrixJson(const GiNaC::matrix& m) {
   json rows = json::array();
   for (unsigned r = 0; r < m.rows(); ++r) {
     json row = json::array();
-    for (unsigned c = 0; c < m.cols(); ++c) row.push_back(GinacToString(m(r, c).normal()));
+    for (unsigned c = 0; c < m.cols(); ++c) row.push_back(math::GinacToString(m(r, c).normal()));
     rows.push_back(row);
   }
   return rows;
@@ -271,7 +272,7 @@ Result<json> Limit(const ex& e, const GiNaC::symbol& x, const std::string& point
 
 }  // namespace
 
-Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
+Status RegisterSymbolicTools(ToolRegistry& registry, const math::EvalLimits& limits) {
   // Each call gets a fresh symbol table: "x" in one call is unrelated to "x" in the next.
   auto unary = [&](const std::string& name, const std::string& doc, auto op) -> Status {
     return Add(registry,
@@ -347,7 +348,7 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
           for (size_t k = 0; k < vars.nops(); ++k) {
             if (!d.expand().is_polynomial(vars.op(k)) || d.expand().degree(vars.op(k)) > 1) {
               return InvalidArgument("equation " + std::to_string(i + 1) + " is not linear in " +
-                                     GinacToString(vars.op(k)) +
+                                     math::GinacToString(vars.op(k)) +
                                      "; only linear systems and single polynomial equations "
                                      "are supported");
             }
@@ -359,7 +360,7 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
         }
         json out = json::object();
         for (size_t i = 0; i < sol.nops(); ++i) {
-          out[GinacToString(sol.op(i).lhs())] = GinacToString(sol.op(i).rhs().normal());
+          out[math::GinacToString(sol.op(i).lhs())] = math::GinacToString(sol.op(i).rhs().normal());
         }
         return json{{"solutions", json::array({out})}};
       }));
@@ -423,7 +424,7 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
                 !GiNaC::is_a<GiNaC::integral>(integral)) {
               return Value(integral.normal());
             }
-            ALLOT_ASSIGN_OR_RETURN(std::string dec, GinacToDecimal(integral));
+            ALLOT_ASSIGN_OR_RETURN(std::string dec, math::GinacToDecimal(integral));
             return json{{"result", dec}, {"numeric", true}};
           }));
 
@@ -449,7 +450,7 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
                                      Parse(ctx, v.is_string() ? v.get<std::string>() : v.dump()));
             }
             const ex s = e.series(x == point, p.value("order", 6));
-            return json{{"result", GinacToString(GiNaC::series_to_poly(s))},
+            return json{{"result", math::GinacToString(GiNaC::series_to_poly(s))},
                         {"order", p.value("order", 6)}};
           }));
 
@@ -559,7 +560,7 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const EvalLimits& limits) {
         const ex charpoly = m.charpoly(lambda).expand();
         ALLOT_ASSIGN_OR_RETURN(json roots, PolynomialRoots(charpoly, lambda, limits));
         return json{{"eigenvalues", roots["roots"]},
-                    {"characteristic_polynomial", GinacToString(charpoly)}};
+                    {"characteristic_polynomial", math::GinacToString(charpoly)}};
       }));
   return Status::Ok();
 }

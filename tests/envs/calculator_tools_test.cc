@@ -19,9 +19,9 @@ using nlohmann::json;
 // GiNaC prints sums in an order that depends on symbol creation; compare mathematically.
 bool SameExpr(const json& got, const std::string& want) {
   if (!got.is_string()) return false;
-  SymbolTable symbols;
-  auto a = ParseToGinac(got.get<std::string>(), &symbols, {});
-  auto b = ParseToGinac(want, &symbols, {});
+  math::SymbolTable symbols;
+  auto a = math::ParseToGinac(got.get<std::string>(), &symbols, {});
+  auto b = math::ParseToGinac(want, &symbols, {});
   return a.ok() && b.ok() && (*a - *b).expand().is_zero();
 }
 

@@ -13,7 +13,7 @@
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/tinyworld/arithmetic_tasks.h"
 #include "envs/tinyworld/splitmix.h"
-#include "envs/tools/expr_parser.h"
+#include "math/expr_parser.h"
 #include "tests/envs/tinyworld_test_world.h"
 
 namespace allot::envs::tinyworld {
@@ -22,9 +22,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // An evaluator of + - * over integers, independent of the generator's own arithmetic.
-int64_t Evaluate(const tools::ExprNode& n) {
-  if (n.kind == tools::ExprNode::Kind::kNumber) return std::stoll(n.text);
-  EXPECT_EQ(n.kind, tools::ExprNode::Kind::kBinary);
+int64_t Evaluate(const math::ExprNode& n) {
+  if (n.kind == math::ExprNode::Kind::kNumber) return std::stoll(n.text);
+  EXPECT_EQ(n.kind, math::ExprNode::Kind::kBinary);
   const int64_t a = Evaluate(*n.args[0]), b = Evaluate(*n.args[1]);
   switch (n.op) {
     case '+':
@@ -39,7 +39,7 @@ int64_t Evaluate(const tools::ExprNode& n) {
 }
 
 int64_t Evaluate(const std::string& expression) {
-  auto tree = tools::ParseExpression(expression);
+  auto tree = math::ParseExpression(expression);
   EXPECT_TRUE(tree.ok()) << expression;
   return tree.ok() ? Evaluate(**tree) : -1;
 }

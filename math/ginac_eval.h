@@ -1,4 +1,4 @@
-// Turns a parsed expression (envs/tools/expr_parser.h) into a GiNaC expression, bounding the
+// Turns a parsed expression (math/expr_parser.h) into a GiNaC expression, bounding the
 // work GiNaC would otherwise do eagerly (2^(10^9), 100000!, (x+y)^5000).
 //
 // Numbers stay exact: "0.1" is the rational 1/10, "1e-3" is 1/1000. Functions that have no
@@ -13,9 +13,9 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "envs/tools/expr_parser.h"
+#include "math/expr_parser.h"
 
-namespace allot::envs::tools {
+namespace allot::math {
 
 // GiNaC and CLN are not thread-safe: expression nodes, including the library's global
 // constants (0, 1, -1, ...) that every expression shares, carry plain non-atomic reference
@@ -79,4 +79,4 @@ std::string GinacToString(const GiNaC::ex& e);
 // expression still has free symbols or is not a finite number.
 Result<std::string> GinacToDecimal(const GiNaC::ex& e, int significant_digits = 15);
 
-}  // namespace allot::envs::tools
+}  // namespace allot::math

@@ -1,10 +1,10 @@
-#include "envs/tools/expr_parser.h"
+#include "math/expr_parser.h"
 
 #include <algorithm>
 #include <cctype>
 #include <utility>
 
-namespace allot::envs::tools {
+namespace allot::math {
 namespace {
 
 struct Token {
@@ -509,4 +509,4 @@ std::string ExprToString(const ExprNode& node) {
   return "?";
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::math

@@ -1,4 +1,4 @@
-#include "envs/tools/ginac_eval.h"
+#include "math/ginac_eval.h"
 
 #include <cmath>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace allot::envs::tools {
+namespace allot::math {
 
 std::unique_lock<std::recursive_mutex> LockGinac() {
   static std::recursive_mutex* mu = new std::recursive_mutex();  // never destroyed
@@ -531,4 +531,4 @@ Result<std::string> GinacToDecimal(const GiNaC::ex& e, int significant_digits) {
   }
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::math

@@ -1,5 +1,5 @@
 // A bounded recursive-descent parser for maths written by an LLM: allot's one front-end onto
-// GiNaC (envs/tools/ginac_eval.h evaluates the tree).
+// GiNaC (math/ginac_eval.h evaluates the tree).
 //
 // Two dialects share the grammar below and the AST:
 //  - kCalculator: the calculator tools of RSTKit (CogER App. D.2, "Basic Arithmetic" and
@@ -33,7 +33,7 @@
 
 #include "core/status.h"
 
-namespace allot::envs::tools {
+namespace allot::math {
 
 struct ExprNode {
   enum class Kind {
@@ -73,4 +73,4 @@ bool HasDecimalLiteral(const ExprNode& node);
 // Prints the tree back in a canonical, fully parenthesised form (for tests and debugging).
 std::string ExprToString(const ExprNode& node);
 
-}  // namespace allot::envs::tools
+}  // namespace allot::math
