@@ -291,22 +291,14 @@ bool HasProseWord(std::string_view s) {
   static constexpr std::string_view kFunctions[] = {
       "sin",    "cos",    "tan",  "cot",  "sec",  "csc", "log", "exp", "sqrt", "arcsin",
       "arccos", "arctan", "sinh", "cosh", "tanh", "max", "min", "gcd", "lcm"};
-  for (size_t i = 0; i < s.size();) {
-    if (!IsAlpha(s[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < s.size() && IsAlpha(s[j])) ++j;
-    const std::string_view word = s.substr(i, j - i);
+  bool found = false;
+  text::ForEachWord(s, [&](std::string_view word, size_t i) {
     const bool command = i > 0 && s[i - 1] == '\\';
-    if (!command && word.size() >= 3 &&
-        std::find(std::begin(kFunctions), std::end(kFunctions), word) == std::end(kFunctions)) {
-      return true;
-    }
-    i = j;
-  }
-  return false;
+    found = !command && word.size() >= 3 &&
+            std::find(std::begin(kFunctions), std::end(kFunctions), word) == std::end(kFunctions);
+    return !found;
+  });
+  return found;
 }
 
 std::string Lowercase(std::string_view s) {

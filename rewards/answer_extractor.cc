@@ -358,18 +358,12 @@ ExtractedAnswer ExtractYesNo(std::string_view text) {
   size_t nl = t.rfind('\n');
   std::string_view line = nl == std::string_view::npos ? t : t.substr(nl + 1);
   bool yes = false, no = false;
-  for (size_t i = 0; i < line.size();) {
-    if (!IsAlpha(line[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < line.size() && IsAlpha(line[j])) ++j;
-    std::string word = YesNoAt(line.substr(i, j - i));
+  text::ForEachWord(line, [&](std::string_view w, size_t) {
+    const std::string word = YesNoAt(w);
     yes |= word == "yes";
     no |= word == "no";
-    i = j;
-  }
+    return true;
+  });
   if (yes != no) return Found(yes ? "yes" : "no", "last_line");
   return NotFound();
 }

@@ -102,16 +102,10 @@ std::string_view AfterLastEquals(std::string_view s) {
 bool LooksLikeProse(std::string_view s) {
   const std::vector<bool> in_math = MathMask(s.size(), MathSpans(s));
   int words = 0;
-  for (size_t i = 0; i < s.size();) {
-    if (!IsAlpha(s[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < s.size() && IsAlpha(s[j])) ++j;
-    if (j - i >= 3 && (i == 0 || s[i - 1] != '\\') && !in_math[i]) ++words;
-    i = j;
-  }
+  text::ForEachWord(s, [&](std::string_view word, size_t i) {
+    if (word.size() >= 3 && (i == 0 || s[i - 1] != '\\') && !in_math[i]) ++words;
+    return true;
+  });
   return words >= 2;
 }
 

@@ -95,4 +95,20 @@ inline std::string WithoutCommas(std::string_view s) {
   return out;
 }
 
+// Calls fn(word, begin) for each maximal run of letters in `s`, left to right, with the offset
+// where it begins; fn returns false to stop.
+template <typename Fn>
+void ForEachWord(std::string_view s, Fn&& fn) {
+  for (size_t i = 0; i < s.size();) {
+    if (!IsAlpha(s[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < s.size() && IsAlpha(s[j])) ++j;
+    if (!fn(s.substr(i, j - i), i)) return;
+    i = j;
+  }
+}
+
 }  // namespace allot::rewards::text
