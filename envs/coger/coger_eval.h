@@ -41,7 +41,7 @@ struct CogerMethodResult {
   int64_t episodes = 0;
   int64_t correct = 0;
   int64_t failed = 0;
-  double cost_usd = 0.0;   // summed: what the routing decisions spent
+  double cost_usd = 0.0;  // summed: what the routing decisions spent
   // Summed spend of the L_min oracle (info kOracleCostInfo), never part of cost_usd. 0 under
   // `allot eval`, which grades accuracy directly and runs no oracle.
   double oracle_cost_usd = 0.0;

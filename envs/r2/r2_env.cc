@@ -418,8 +418,8 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
   if (sp.top_k > 0) po.top_k = sp.top_k;
   if (sp.seed != 0) po.seed = static_cast<int64_t>(sp.seed);
   po.stop = sp.stop;
-  const bool lora = input.policy != nullptr &&
-                    input.policy->kind == runtime::PolicySnapshot::Kind::kLoraAdapter;
+  const bool lora =
+      input.policy != nullptr && input.policy->kind == runtime::PolicySnapshot::Kind::kLoraAdapter;
   // Each role samples from its own adapter when the learner trains one per role (Sec. 4.3: two
   // models, one updated while the other stays fixed); else both share the policy's adapter.
   auto sample_as = [&](const char* role) -> Status {

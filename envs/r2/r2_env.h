@@ -11,8 +11,9 @@
 // allocation (policy, source "allocator@<endpoint>"), then with r2.record_execution the
 // executors' results as masked context. The two roles are two models (Sec. 4.3): with a policy
 // snapshot of one adapter per role (PolicySnapshot::role_adapters), each turn is sampled from
-// its role's served adapter and its segment carries that adapter's version. A malformed or runaway decomposition or allocation is
-// no failure: it executes nothing and scores 0, so the policy learns the format.
+// its role's served adapter and its segment carries that adapter's version. A malformed or runaway
+// decomposition or allocation is no failure: it executes nothing and scores 0, so the policy learns
+// the format.
 //
 // Thread-safe: episodes run concurrently on one env.
 #pragma once

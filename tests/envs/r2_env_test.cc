@@ -142,12 +142,11 @@ TEST_F(R2EnvTest, EachRoleSamplesFromItsOwnAdapter) {
     j["model"] = model;
     return j.dump();
   };
-  server_.Script(
-      "/v1/completions",
-      {Reply::Json(served_as(Sampled(kDecomposition, {11, 12}), "policy-decomposer-v3")),
-       Reply::Json(served_as(Sampled(kAllocation, {21, 22, 23}), "policy-allocator-v1")),
-       Reply::Json(Sampled("7", {31})), Reply::Json(Sampled("42", {41})),
-       Reply::Json(Sampled("\\boxed{42}", {51, 52}))});
+  server_.Script("/v1/completions",
+                 {Reply::Json(served_as(Sampled(kDecomposition, {11, 12}), "policy-decomposer-v3")),
+                  Reply::Json(served_as(Sampled(kAllocation, {21, 22, 23}), "policy-allocator-v1")),
+                  Reply::Json(Sampled("7", {31})), Reply::Json(Sampled("42", {41})),
+                  Reply::Json(Sampled("\\boxed{42}", {51, 52}))});
   auto env = Make(Config());
   ASSERT_NE(env, nullptr);
   auto policy = std::make_shared<runtime::PolicySnapshot>();

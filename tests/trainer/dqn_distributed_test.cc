@@ -261,12 +261,11 @@ class FailingChainEnv : public rollout::Env {
 TEST(DqnDistributedIntegrationTest, PolicyFailuresAreTrainedOnAndInfrastructureOnesDropped) {
   at::set_num_threads(1);
   rollout::EnvRegistry registry;
-  registry.Register("chain",
-                    [](const std::string& config) -> Result<std::unique_ptr<rollout::Env>> {
-                      ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
-                      return std::unique_ptr<rollout::Env>(
-                          std::make_unique<FailingChainEnv>(std::move(inner)));
-                    });
+  registry.Register(
+      "chain", [](const std::string& config) -> Result<std::unique_ptr<rollout::Env>> {
+        ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
+        return std::unique_ptr<rollout::Env>(std::make_unique<FailingChainEnv>(std::move(inner)));
+      });
   rollout::WorkerConfig wc;
   wc.listen = "127.0.0.1:0";
   wc.metrics_listen = "";
