@@ -401,6 +401,18 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   // failing decision when the block fails by the LLM's own output (below the loop).
   runtime::Transition tr;
   bool deciding = false;
+  // Records the decision under way as terminal with `outcome`; the terminal state's potential
+  // is 0, so under shaped rewards the decision also gives back phi.
+  auto record_terminal = [&](double final_outcome) {
+    outcome = final_outcome;
+    const double reward = shaped ? outcome - phi : outcome;
+    if (shaped) prm -= phi;
+    tr.reward = static_cast<float>(reward);
+    tr.next_state = tr.state;
+    tr.done = true;
+    t.step_rewards.push_back(reward);
+    t.transitions.push_back(std::move(tr));
+  };
   for (int decision = 1; status.ok(); ++decision) {
     if (status = ep.Check(); !status.ok()) break;
     const int a = choose(state, decision);
@@ -437,15 +449,7 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
         status = o.status();
         break;
       }
-      outcome = *o;
-      // Shaped: the terminal state's potential is 0, so the decision also gives back phi.
-      const double reward = shaped ? outcome - phi : outcome;
-      if (shaped) prm -= phi;
-      tr.reward = static_cast<float>(reward);
-      tr.next_state = tr.state;
-      tr.done = true;
-      t.step_rewards.push_back(reward);
-      t.transitions.push_back(std::move(tr));
+      record_terminal(*o);
       deciding = false;
       break;
     }
@@ -485,14 +489,7 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   // them: dropping the episode would hide where this choice leads. Infrastructure failures
   // (endpoint, scorer, timeout) record nothing for the decision: the learner drops them.
   if (deciding && t.failure.reason == FailureReason::kFormatError) {
-    outcome = config_.failure_reward;
-    const double reward = shaped ? outcome - phi : outcome;
-    if (shaped) prm -= phi;
-    tr.reward = static_cast<float>(reward);
-    tr.next_state = tr.state;
-    tr.done = true;
-    t.step_rewards.push_back(reward);
-    t.transitions.push_back(std::move(tr));
+    record_terminal(config_.failure_reward);
     t.info["failed_block"] = LogicBlockName(applied.back());
   }
   // "prm" is the sum of the transition rewards other than the outcome: the scores under
