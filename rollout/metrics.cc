@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "rollout/failure_kind.h"
+
 namespace allot::rollout {
 namespace {
 
@@ -21,14 +23,6 @@ std::string Label(const std::string& s) {
     }
   }
   return out;
-}
-
-std::string FailureName(v1::FailureReason r) {
-  std::string name = v1::FailureReason_Name(r);
-  const std::string prefix = "FAILURE_REASON_";
-  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  return name.empty() ? "unknown" : name;
 }
 
 }  // namespace
@@ -53,7 +47,7 @@ void WorkerMetrics::RecordEpisode(const v1::Trajectory& t, double wall_seconds) 
   }
   ++second_count_[slot];
   if (t.failure().reason() != v1::FAILURE_REASON_NONE)
-    ++failures_[FailureName(t.failure().reason())];
+    ++failures_[FailureReasonLabel(t.failure().reason())];
   size_t b = 0;
   while (b < kLatencyBuckets.size() && wall_seconds > kLatencyBuckets[b]) ++b;
   ++latency_hist_[b];

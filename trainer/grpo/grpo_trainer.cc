@@ -316,18 +316,22 @@ void ScoreGroup(Group& group, const GrpoConfig& g, const LagrangeMultiplier& lag
   group.rewards = lagrange.Shape(raw, group.costs);
 }
 
-// The version a step's trainable segments should come from: the policy's, or with one adapter
-// per role the active role's (after FreezeInactiveRoles its segments are the only trainable ones).
+// With one adapter per role, the active role's (after FreezeInactiveRoles its segments are the
+// only trainable ones); null without roles.
+const RoleAdapters::Adapter* ActiveAdapter(const GrpoTrainer::State& s) {
+  if (s.roles == nullptr) return nullptr;
+  return s.roles->Find(ActiveRole(s.options.grpo.alternation, s.step));
+}
+
+// The version a step's trainable segments should come from: the policy's, or the active role's.
 uint64_t CurrentVersion(const GrpoTrainer::State& s) {
-  if (s.roles == nullptr) return s.version;
-  const RoleAdapters::Adapter* a = s.roles->Find(ActiveRole(s.options.grpo.alternation, s.step));
+  const RoleAdapters::Adapter* a = ActiveAdapter(s);
   return a != nullptr ? a->version : s.version;
 }
 
 // The served name the step's trainable segments should come from (CurrentVersion's adapter).
 std::string CurrentAdapterName(const GrpoTrainer::State& s) {
-  if (s.roles == nullptr) return s.publisher->AdapterName(s.version);
-  const RoleAdapters::Adapter* a = s.roles->Find(ActiveRole(s.options.grpo.alternation, s.step));
+  const RoleAdapters::Adapter* a = ActiveAdapter(s);
   return a != nullptr ? a->publisher->AdapterName(a->version) : s.publisher->AdapterName(s.version);
 }
 
