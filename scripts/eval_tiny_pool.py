@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Evaluates the tiny world's model pool (issue 15) over real HTTP.
+"""Evaluates the tiny world's model pool over real HTTP.
 
 For each tier in assets/tinyworld/pool/manifest.json it starts `allot serve` on a free loopback
 port, asks the test split greedily through POST /v1/completions, stops the server, and prints

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the tiny world (issue 15), allot's own small benchmark, from one seed:
+# Builds the tiny world, allot's own small benchmark, from one seed:
 #   1. the data: tasks with train/test splits, the fictional knowledge corpus the search tool
 #      indexes, and the SFT data of the tiny models (`allot tinyworld generate`), checked byte
 #      for byte against configs/tinyworld/manifest.json;

@@ -19,7 +19,7 @@ bash scripts/setup.sh
 BUILD_DIR=${ALLOT_BUILD_DIR:-build}
 echo
 echo "==> [test] ctest in ${BUILD_DIR}"
-# Label "results" (issue 15's learning results: minutes of training per test) runs only with
+# Label "results" (the tiny world's learning results: minutes of training per test) runs only with
 # ALLOT_RESULTS=1 or when named with -L.
 if [ $# -eq 0 ] && [ "${ALLOT_RESULTS:-0}" != "1" ]; then
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" -LE results

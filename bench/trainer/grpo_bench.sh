@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GRPO update benchmark (issue 12): allot's update against the same update in plain PyTorch
+# GRPO update benchmark: allot's update against the same update in plain PyTorch
 # (Debian's python3-torch), same tiny Qwen2 + LoRA, same weights, same batch, same threads.
 #
 #   bench/trainer/grpo_bench.sh [BUILD_DIR]      (default: build; ALLOT_BUILD_DIR also works)

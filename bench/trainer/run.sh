@@ -5,7 +5,7 @@
 #   bench/trainer/run.sh [BUILD_DIR]      (default: build; ALLOT_BUILD_DIR also works)
 #
 # Both sides are single-threaded and timed in process CPU seconds, which stays meaningful on a
-# busy machine. Targets (issue 7): >= 10x PyTorch's updates/s at batch 64, < 20 us per action.
+# busy machine. Targets: >= 10x PyTorch's updates/s at batch 64, < 20 us per action.
 # RUNS=N (default 1) repeats both sides N times, alternating, and prints each run and the
 # medians; ratios are of the medians. ALLOT_BENCH_NO_BUILD=1 skips the build (for a tree that
 # is built under a lock of its own).

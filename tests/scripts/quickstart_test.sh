@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/quickstart.sh leaves no process behind (issue 15): on Ctrl-C while the router trains,
+# scripts/quickstart.sh leaves no process behind: on Ctrl-C while the router trains,
 # on TERM, and when a step fails after the servers and workers are up. The script runs in its
 # own session, so every process it started (allot serve per tier, two rollout workers, evals,
 # the learner) shares the session id and can be counted afterwards.

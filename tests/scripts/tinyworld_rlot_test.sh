@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's result for RLoT, asserted: after scripts/quickstart.sh trains the navigator
+# The tiny world's result for RLoT, asserted: after scripts/quickstart.sh trains the navigator
 # (configs/quickstart/rlot.yaml: the blocks on the shipped logic-block model t1r) on the tiny
 # world, the trained navigator must beat, on the held-out test items it evaluates (the
 # tool-free items and the long sums; self-consistent accuracy, RLoT Sec. 4.1):
@@ -66,7 +66,7 @@ for name, r in bars:
     print(f"{name}: accuracy {r['accuracy']:.3f}, {r['tokens_per_problem']:.0f} tokens/problem")
     if nav["accuracy"] <= r["accuracy"]:
         bad.append(f"navigator accuracy {nav['accuracy']:.3f} <= {name}'s {r['accuracy']:.3f}")
-if "cot" in before:  # reported, not asserted: issue 15 asks for direct and fixed sequences
+if "cot" in before:  # reported, not asserted: the result is against direct and fixed sequences
     cot = before["cot"]
     print(f"zero-shot cot (not asserted): accuracy {cot['accuracy']:.3f}, "
           f"{cot['tokens_per_problem']:.0f} tokens/problem")
