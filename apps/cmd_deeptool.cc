@@ -20,7 +20,8 @@
 namespace allot::apps {
 
 void AddDeepToolCommands(CLI::App& app, int* exit_code) {
-  CLI::App* dt = app.add_subcommand("deeptool", "DeepTool's data tools (step instances, MOSAIC)");
+  CLI::App* dt =
+      app.add_subcommand("deeptool", "DeepTool's data tools (step instances, SFT records, MOSAIC)");
   dt->require_subcommand(1);
 
   struct StepsArgs {

@@ -264,7 +264,9 @@ int NotLanded(const char* command, const char* what) {
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   auto train = std::make_shared<TrainArgs>();
-  CLI::App* t = app.add_subcommand("train", "Start a training run from a YAML recipe");
+  CLI::App* t = app.add_subcommand(
+      "train",
+      "Start a training run from a YAML recipe (engine: trainer.algorithm grpo, dqn or sft)");
   t->add_option("-c,--config", train->config, "recipe YAML (configs/*.yaml)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -303,16 +305,23 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       "direct, CoT or fixed block sequences; coger: the router, fixed levels L1..L4 and random "
       "routing; r2: the decomposer + allocator against each pool model; deeptool: "
       "tool-integrated episodes; atlas: the orchestrator and the integrator");
-  eval->add_option("run", ev->run, "run name, run directory, checkpoint or weights file")
+  eval->add_option("run", ev->run,
+                   "run name, run directory, checkpoint or weights file (the navigator's; the "
+                   "LLM envs read only the run's config.yaml, and none with -c)")
       ->required();
   eval->add_option("--output-dir", ev->output_dir, "where run directories live");
   eval->add_option("-c,--config", ev->config, "config for the env (default: the run's own)");
-  eval->add_option("--episodes", ev->options.episodes, "problems")->check(CLI::PositiveNumber);
-  eval->add_option("--trails", ev->options.trails, "rlot: trails voted per problem (RLoT: 3)")
+  eval->add_option("--episodes", ev->options.episodes,
+                   "problems: the first N of eval_data (chain: episodes of the MDP); default 100")
       ->check(CLI::PositiveNumber);
-  eval->add_option("--epsilon", ev->options.epsilon, "rlot: navigator epsilon, 0 = greedy")
+  eval->add_option("--trails", ev->options.trails,
+                   "rlot, chain: trails voted per problem (RLoT: 3)")
+      ->check(CLI::PositiveNumber);
+  eval->add_option("--epsilon", ev->options.epsilon, "rlot, chain: navigator epsilon, 0 = greedy")
       ->check(CLI::Range(0.0, 1.0));
-  eval->add_option("--seed", ev->options.seed, "seed for sampled trails and random routing");
+  eval->add_option("--seed", ev->options.seed,
+                   "seed for sampled trails (rlot, chain), random routing (coger) and the solvers' "
+                   "samples (atlas)");
   eval->add_option("--json", ev->json, "also write the report as JSON here");
   eval->add_option("--set", ev->overrides,
                    "dotted override of the env's config, e.g. --set env.rlot.llm_endpoint=t2");
@@ -339,7 +348,10 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     std::string dtype = "auto";
   };
   auto ex = std::make_shared<ExportArgs>();
-  CLI::App* exp = app.add_subcommand("export", "Export a trained policy for serving");
+  CLI::App* exp =
+      app.add_subcommand("export",
+                         "Export a trained policy: the navigator as ONNX or safetensors, an LLM "
+                         "policy as a PEFT adapter or merged model");
   exp->add_option("run", ex->run, "run name, run directory, checkpoint or weights file")
       ->required();
   exp->add_option("--format", ex->format,
