@@ -1,4 +1,4 @@
-// allot tinyworld generate: writes the tiny world's data (issue 15) -- tasks, knowledge corpus,
+// allot tinyworld generate: writes the tiny world's data -- tasks, knowledge corpus,
 // SFT data and a manifest with the sha256 of each file -- from one seed.
 #include <CLI/CLI.hpp>
 

@@ -26,7 +26,7 @@ int Fail(const Status& s) {
 
 }  // namespace
 
-// Configs fail loudly (issue 12 part 9): a section the sft engine does not read is an error
+// Configs fail loudly: a section the sft engine does not read is an error
 // naming it and where it was set; so is trainer.total_steps next to sft.epochs.
 Status CheckSftRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
                       const std::string& source) {

@@ -1,6 +1,6 @@
 // The env interface the rollout worker runs, and the registry that names envs.
 //
-// Later issues implement envs (coger, rlot, r2, deeptool, atlas) and register them with
+// The envs (coger, rlot, r2, deeptool, atlas) live under envs/ and are registered with
 // EnvRegistry::Global() from the app before the worker starts (explicit calls, not static
 // initialisers, which static libraries drop).
 #pragma once

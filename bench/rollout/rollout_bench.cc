@@ -8,7 +8,7 @@
 // --small 0 / --large 0 / --redispatch 0 skip a part (e.g. to count instructions per
 // trajectory under callgrind from the difference of two runs).
 //
-// Targets (issue 6): >= 50k small trajectories/s, >= 1 GB/s for large ones, re-dispatch < 2 s.
+// Targets: >= 50k small trajectories/s, >= 1 GB/s for large ones, re-dispatch < 2 s.
 // The workers run a "blob" env that returns a prebuilt trajectory, so the figures measure the
 // transport, chunking, validation and ledger, not an env.
 #include <signal.h>

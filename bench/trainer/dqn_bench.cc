@@ -1,4 +1,4 @@
-// DQN navigator benchmarks (issue 7): Double-DQN updates per second at batch 64 (RLoT Table 21)
+// DQN navigator benchmarks: Double-DQN updates per second at batch 64 (RLoT Table 21)
 // on the fused path and the LibTorch autograd path, the fused kernels alone per instruction set,
 // and single-state greedy action selection (NavigatorMlp). bench/trainer/run.sh compares them
 // with PyTorch in the same run.

@@ -1,5 +1,5 @@
-// GRPO update benchmark (issue 12; GPU: the issue "CUDA build with NCCL, parity with transformers
-// and PEFT, GRPO throughput against HF+PEFT on an H100"): tokens/s, MFU and peak memory of one
+// GRPO update benchmark (on a GPU against transformers + PEFT, bench/gpu/; figures in
+// docs/benchmarks.md): tokens/s, MFU and peak memory of one
 // GRPO update of a Qwen2 model with LoRA, through the learner's own path (trainer/grpo
 // UpdatePolicy: chunked log-probs, the clipped surrogate with truncated IS, backward, gradient
 // clipping, AdamW).
@@ -19,7 +19,7 @@
 // and bench/gpu/grpo_hf.py read it for the agreement check); --write-batch stores only the batch
 // and the model's shape (metadata), so that grpo_hf.py times the identical token layout on its
 // own random weights without a multi-GB file. Qwen3 (q_norm/k_norm, no q/k/v bias) is there for
-// the issue's Qwen3-4B case, the model of prime-rl's published figure.
+// the Qwen3-4B case, the model of prime-rl's published figure.
 //
 // Prints one JSON object: the first update's loss, grad norm and entropy (the warm-up, on the
 // written weights), then per-update medians of wall (and on CPU process CPU) seconds, real

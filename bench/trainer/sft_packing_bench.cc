@@ -1,4 +1,4 @@
-// SFT packing vs length bucketing (issue 12): forward + backward tokens per CPU second of the
+// SFT packing vs length bucketing: forward + backward tokens per CPU second of the
 // completion-only loss on a tiny Qwen2 (full fine-tuning), for the same examples collated
 // three ways: shuffled micro-batches padded, length-bucketed micro-batches padded (allot's
 // sft.packing: false), and micro-batches packed (sft.packing: true; bucketed or shuffled).

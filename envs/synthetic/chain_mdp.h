@@ -1,5 +1,5 @@
 // ChainMdp: a synthetic logic-block MDP with a known optimal policy, for training and testing
-// the navigator without an LLM (the DQN issue: "train first on a synthetic MDP").
+// the navigator without an LLM (configs/quickstart/chain.yaml, the DQN tests and benchmarks).
 //
 // The state has RLoT's shape, 7 features in 0..3, and the actions are RLoT's five blocks. Only
 // one block sequence earns the final reward: following `sequence` exactly and then choosing

@@ -17,7 +17,7 @@ DecompositionCandidate Candidate(size_t k, int64_t tokens, int64_t incoherent, b
   return {std::vector<std::string>(k, "t"), tokens, incoherent, correct};
 }
 
-// The golden case: 100 * 5 + 1 * 676 + 1000 * 1 / (5 - 1) = 1426.
+// A golden case with the paper's weights: 100 * 5 + 1 * 676 + 1000 * 1 / (5 - 1) = 1426.
 TEST(DecompositionScoreTest, PaperWeightsScoreTheGoldenCase) {
   EXPECT_DOUBLE_EQ(DecompositionScore(Candidate(5, 676, 1, true), DecompositionWeights{}), 1426.0);
   EXPECT_DOUBLE_EQ(CoherencePairRatio(1, 5), 0.25);

@@ -1,4 +1,4 @@
-// The tiny world's shipped model pool (issue 15): the manifest's sha256 match the shipped files,
+// The tiny world's shipped model pool: the manifest's sha256 match the shipped files,
 // every tier loads as a Qwen2 over the byte vocabulary with the parameter count the manifest and
 // configs/tinyworld/pool.yaml state, and the smallest tier answers easy items in the formats it
 // was trained on.
@@ -59,7 +59,7 @@ TEST(TinyWorldPoolTest, ManifestSha256MatchesShippedFiles) {
       total += entry["bytes"].get<int64_t>();
     }
   }
-  EXPECT_LE(total, 40'000'000) << "issue 15: the shipped weights are 40 MB in all at most";
+  EXPECT_LE(total, 40'000'000) << "the shipped weights are 40 MB in all at most";
 }
 
 TEST(TinyWorldPoolTest, ShippedTokenizerIsTheByteTokenizer) {

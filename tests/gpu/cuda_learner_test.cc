@@ -1,4 +1,4 @@
-// The learner's parts on a CUDA device (issue 17): the causal LM's forward and backward, one
+// The learner's parts on a CUDA device: the causal LM's forward and backward, one
 // GRPO update, and the nccl communicator. Each computation runs on the CPU and on the GPU from
 // the same weights, so a device mix-up (a host tensor in a device op) fails with LibTorch's
 // error and a wrong kernel path (the fused attention of LibTorch 2) fails the comparison.

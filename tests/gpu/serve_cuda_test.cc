@@ -1,4 +1,4 @@
-// `allot serve` with the model on CUDA (the GPU issue's "allot serve on CUDA"): the same tiny
+// `allot serve` with the model on CUDA: the same tiny
 // model served on the CPU and on the GPU in float32 gives the same greedy chat completion, and
 // a bfloat16 server decodes a burst of concurrent greedy, sampled, n > 1 and streamed requests
 // in shared batches. Skipped where CUDA is not available.

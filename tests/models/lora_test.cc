@@ -134,7 +134,7 @@ TEST(LoraLinearTest, DropoutOnlyInTraining) {
 }
 
 // PEFT adds the float32 adapter term to the bfloat16 base output in float32 and rounds the sum
-// once; rounding the term to bfloat16 first gives other bits (GPU issue, bench/gpu/parity.py).
+// once; rounding the term to bfloat16 first gives other bits (bench/gpu/parity.py).
 TEST(LoraLinearTest, Bfloat16BaseRoundsBaseOutputPlusAdapterOnceAsPeftDoes) {
   torch::manual_seed(0);
   LoraLinear lin(64, 64, true, torch::TensorOptions().dtype(torch::kBFloat16));

@@ -1,4 +1,4 @@
-// Configs fail loudly through every door (issue 12 part 9): a section or key the engine does not
+// Configs fail loudly through every door: a section or key the engine does not
 // read is an error naming it whether it comes from the recipe file, a `--set` assignment of
 // `allot train` / `allot sft`, or a `--set` of `allot resume` or `allot eval`; so is a knob without
 // effect in the run's mode. Runs the real `allot` binary; every refusal comes before a run
@@ -6,16 +6,20 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/config/node.h"
 #include "tests/models/tiny_model.h"
 
 namespace allot::trainer {
@@ -310,14 +314,18 @@ TEST_F(ConfigStrictnessIntegrationTest, DqnRefusesAnEnvItDoesNotTrainOn) {
   EXPECT_EQ(b.code, 0) << b.output;
 }
 
-// Every shipped recipe (configs/, configs/quickstart/, configs/tinyworld/) passes the check its
-// engine makes before a run (`allot config validate`). A value a recipe requires from the
-// environment (${NAME:?...}: a model path, a server URL, a dataset) gets a placeholder. Files
-// that name neither trainer nor env (tinyworld/datasets.yaml, pool.yaml) are parts that recipes
-// include, not recipes: `allot train` on one alone would train the chain MDP on defaults.
-TEST_F(ConfigStrictnessIntegrationTest, EveryShippedRecipeValidates) {
+// The shipped recipes (configs/, configs/quickstart/, configs/tinyworld/), and the values they
+// require from the environment (${NAME:?...}: a model path, a server URL, a dataset), each with
+// a placeholder. Files that name neither trainer nor env (tinyworld/datasets.yaml, pool.yaml)
+// are parts that recipes include, not recipes: `allot train` on one alone would train the chain
+// MDP on defaults.
+struct ShippedRecipes {
   std::vector<fs::path> recipes;
-  std::set<std::string> required;
+  std::map<std::string, std::string> required;  // NAME -> placeholder
+  std::string env;                              // "env NAME=placeholder ..."
+};
+ShippedRecipes FindShippedRecipes() {
+  ShippedRecipes out;
   const std::regex var(R"(\$\{([A-Za-z_][A-Za-z0-9_]*):\?)");
   const std::regex recipe_key(R"((^|\n)(trainer|env):)");
   for (const char* sub : {"", "/quickstart", "/tinyworld"}) {
@@ -328,21 +336,137 @@ TEST_F(ConfigStrictnessIntegrationTest, EveryShippedRecipeValidates) {
       text << std::ifstream(entry.path()).rdbuf();
       const std::string t = text.str();
       for (std::sregex_iterator it(t.begin(), t.end(), var), end; it != end; ++it) {
-        required.insert((*it)[1].str());
+        const std::string name = (*it)[1].str();
+        out.required[name] =
+            name.find("URL") != std::string::npos ? "http://127.0.0.1:9" : "placeholder";
       }
-      if (std::regex_search(t, recipe_key)) recipes.push_back(entry.path());
+      if (std::regex_search(t, recipe_key)) out.recipes.push_back(entry.path());
     }
   }
-  std::string env = "env";
-  for (const std::string& name : required) {
-    env += " " + name + "=" +
-           (name.find("URL") != std::string::npos ? "http://127.0.0.1:9" : "placeholder");
-  }
-  for (const fs::path& p : recipes) {
-    auto a = Allot("config validate " + p.string(), env);
+  std::sort(out.recipes.begin(), out.recipes.end());
+  out.env = "env";
+  for (const auto& [name, value] : out.required) out.env += " " + name + "=" + value;
+  return out;
+}
+
+// Every shipped recipe passes the check its engine makes before a run (`allot config validate`).
+TEST_F(ConfigStrictnessIntegrationTest, EveryShippedRecipeValidates) {
+  const ShippedRecipes shipped = FindShippedRecipes();
+  for (const fs::path& p : shipped.recipes) {
+    auto a = Allot("config validate " + p.string(), shipped.env);
     EXPECT_EQ(a.code, 0) << p << ":\n" << a.output;
   }
-  EXPECT_GE(recipes.size(), 19u);
+  EXPECT_GE(shipped.recipes.size(), 19u);
+}
+
+// Each leaf of a loaded recipe (its includes merged): a scalar, a list of scalars, an empty map;
+// a list of maps item by item ("endpoints[1].name").
+void Leaves(const config::ConfigNode& n, const std::string& path, std::vector<std::string>* out) {
+  if (n.is_map() && !n.entries().empty()) {
+    for (const auto& [key, child] : n.entries()) {
+      Leaves(child, path.empty() ? key : path + "." + key, out);
+    }
+  } else if (n.is_sequence() &&
+             std::any_of(n.items().begin(), n.items().end(),
+                         [](const config::ConfigNode& i) { return i.is_map(); })) {
+    for (size_t i = 0; i < n.items().size(); ++i) {
+      Leaves(n.items()[i], path + "[" + std::to_string(i) + "]", out);
+    }
+  } else {
+    out->push_back(path);
+  }
+}
+
+// Every key of every shipped recipe, leaf by leaf, is read by what runs the recipe: the engine of
+// its trainer.algorithm, or its env's episodes and `allot eval`, in the mode the recipe chooses
+// (`allot config validate --keys` says what reads each key, and refuses a recipe with a key that
+// nothing reads). The leaves are walked here, apart from allot's own walk, so that a key the
+// check skipped shows as missing from its list.
+TEST_F(ConfigStrictnessIntegrationTest, EveryKeyOfEveryShippedRecipeIsRead) {
+  const ShippedRecipes shipped = FindShippedRecipes();
+  const config::EnvLookup env = [&](const std::string& name) -> std::optional<std::string> {
+    auto it = shipped.required.find(name);
+    if (it != shipped.required.end()) return it->second;
+    return config::ProcessEnv()(name);
+  };
+  size_t keys = 0;
+  for (const fs::path& p : shipped.recipes) {
+    auto a = Allot("config validate --keys " + p.string(), shipped.env);
+    ASSERT_EQ(a.code, 0) << p << ":\n" << a.output;
+    auto tree = config::LoadFile(p.string(), env);
+    ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+    std::vector<std::string> leaves;
+    Leaves(*tree, "", &leaves);
+    for (const std::string& leaf : leaves) {
+      ++keys;
+      EXPECT_TRUE(std::regex_search(
+          a.output, std::regex(": " + std::regex_replace(leaf, std::regex(R"([.\[\]])"), R"(\$&)") +
+                               ": read by [^\n]+")))
+          << p << ": " << leaf << " is not listed as read:\n"
+          << a.output;
+    }
+  }
+  EXPECT_GE(keys, 400u);  // 19 recipes and their includes
+}
+
+// The check behind the walk can fail: a copy of shipped recipes, each with one stray key that the
+// schema knows but that nothing reads in the recipe's mode, is refused naming the key and the
+// file and line where it was written.
+TEST_F(ConfigStrictnessIntegrationTest, StrayLeafKeyInARecipeIsRefusedAtItsLine) {
+  const fs::path configs = fs::path(dir_) / "configs";
+  fs::copy(fs::path(ALLOT_SOURCE_DIR) / "configs", configs, fs::copy_options::recursive);
+  const ShippedRecipes shipped = FindShippedRecipes();
+  // Inserts `line` after the recipe's line `after`; returns the inserted line's number.
+  auto insert = [](const fs::path& recipe, const std::string& after, const std::string& line) {
+    std::ifstream in(recipe);
+    std::string text, l;
+    int n = 0, at = 0;
+    while (std::getline(in, l)) {
+      text += l + "\n";
+      ++n;
+      if (at == 0 && l == after) {
+        text += line + "\n";
+        at = ++n;
+      }
+    }
+    in.close();
+    std::ofstream(recipe) << text;
+    return at;
+  };
+  struct Stray {
+    const char* recipe;
+    const char* after;
+    const char* line;
+    const char* error;
+  };
+  for (const Stray& s : std::vector<Stray>{
+           // R2's accuracy reward has no hierarchy term.
+           {"quickstart/r2.yaml", "rewards:", "  hierarchy: {base_slope: 2.0}",
+            "rewards.hierarchy.base_slope: rewards.hierarchy has no effect without the hierarchy "
+            "term in rewards.terms"},
+           // DeepTool's quickstart gives the QA toolkit no corpus.
+           {"quickstart/deeptool.yaml", "tools:", "  knowledge_base: {default_top_k: 3}",
+            "tools.knowledge_base.default_top_k: tools.knowledge_base has no effect without "
+            "tools.knowledge_base.corpus"},
+           // The paper recipe runs no procedural review.
+           {"r2.yaml",
+            "    review:                          # Sec. 4.4 procedural review "
+            "(optional); to run it:",
+            "      max_tokens: 512",
+            "env.r2.review.max_tokens: env.r2.review has no effect while env.r2.review.enabled "
+            "is false"}}) {
+    const fs::path copy = configs / s.recipe;
+    const int line = insert(copy, s.after, s.line);
+    ASSERT_GT(line, 0) << s.recipe << " has no line '" << s.after << "'";
+    auto a = Allot("config validate " + copy.string(), shipped.env);
+    EXPECT_EQ(a.code, 1) << s.recipe << ":\n" << a.output;
+    EXPECT_TRUE(Has(a, copy.string() + ":" + std::to_string(line) + ":")) << a.output;
+    EXPECT_TRUE(Has(a, s.error)) << a.output;
+    auto shipped_one =
+        Allot("config validate " + (fs::path(ALLOT_SOURCE_DIR) / "configs" / s.recipe).string(),
+              shipped.env);
+    EXPECT_EQ(shipped_one.code, 0) << shipped_one.output;
+  }
 }
 
 // R2-Reasoner Sec. 4.3: with grpo.alternation.adapters each role's LoRA is its own entry, so

@@ -115,7 +115,7 @@ TEST(GrpoLearningIntegrationTest, TinyModelsRuleRewardRisesAboveThreshold) {
   ASSERT_TRUE(summary.ok()) << summary.status().message();
   const auto& r = summary->mean_rewards;
   ASSERT_EQ(r.size(), 40u);
-  // Every step logs what issue 12 part 8 names.
+  // Every step logs the metrics grpo_metrics.h names.
   metrics->reset();
   std::ifstream jsonl(run + "/metrics.jsonl");
   std::string line, last;
@@ -146,7 +146,11 @@ TEST(GrpoLearningIntegrationTest, TinyModelsRuleRewardRisesAboveThreshold) {
                           "cost_usd_per_episode",
                           "energy_j_per_episode",
                           "lambda",
-                          "policy_version"}) {
+                          "policy_version",
+                          "delivery/probe_max_abs_diff",
+                          "delivery/probe_mean_abs_diff",
+                          "delivery/probe_step_change",
+                          "delivery/rollout_logprob_abs_diff"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_GT(j.value("tokens_per_s", 0.0), 0.0);
@@ -743,7 +747,7 @@ std::vector<std::string> ServedAdapters(const GrpoRunOptions& o) {
   return adapters;
 }
 
-// Runs restarted against one long-lived endpoint (issue 13). Catches: a fresh run that collides
+// Runs restarted against one long-lived endpoint. Catches: a fresh run that collides
 // with the names an earlier run of the same name left loaded ("has already been loaded" at v2,
 // the first version the earlier run had not unloaded), and a fresh run that unloads another
 // run's adapters.

@@ -1,5 +1,5 @@
 // DqnEpisodeLog: the navigator's training metrics, accumulated over the episodes between two
-// log lines (issue 7 "Metrics"): episode return and steps, the action histogram (RLoT Table 5's
+// log lines: episode return and steps, the action histogram (RLoT Table 5's
 // blocks), Q mean, TD error and loss of the updates, epsilon, lr, and the process reward per
 // non-terminal step, and failed episodes by reason (failures/<reason>; failures/trained: the
 // scored policy failures replay kept). The single-process and the distributed trainer share it.

@@ -1,4 +1,4 @@
-// What one GRPO step reports (issue 12 part 8): per reward component mean and std, accuracy,
+// What one GRPO step reports: per reward component mean and std, accuracy,
 // KL, clip fractions, entropy, grad norm, IS weights, staleness, tokens/s, the step-time
 // breakdown (rollout wait, forward/backward, optimizer, sync), cost and energy per episode, and
 // the Lagrange multiplier of the cost-constrained mode. Metric names are stable: dashboards and
@@ -36,6 +36,16 @@ struct StepMetrics {
   double loss = 0, policy_loss = 0, kl = 0, clip_frac_low = 0, clip_frac_high = 0, ratio_mean = 0,
          is_weight_mean = 0, is_truncated_frac = 0, entropy = 0;
   double grad_norm = 0, trained_tokens = 0, lr = 0, lambda = 0, policy_version = 0;
+  // Proof of delivery (delivery_probe.h), when the step published under a probe: the probe's
+  // |served - learner| log-prob, and how far the update moved the learner's probe log-probs.
+  bool probed = false;
+  double probe_max_abs_diff = 0, probe_mean_abs_diff = 0, probe_step_change = -1;
+  // Mean |rollout log-prob - learner log-prob| over the step's trainable tokens, the learner's
+  // as the update's first pass computes them: under the weights the update starts from (the
+  // version that should have sampled them), with LoRA dropout when lora_dropout > 0 (its noise
+  // is part of the figure). -1 when the rollouts carry no log-probs. A jump is the earliest sign
+  // of a delivery fault.
+  double rollout_logprob_abs_diff = -1;
   // Seconds.
   double rollout_wait_s = 0, fwd_bwd_s = 0, optimizer_s = 0, sync_s = 0, step_s = 0;
 

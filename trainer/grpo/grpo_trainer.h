@@ -1,4 +1,4 @@
-// GrpoTrainer: the GRPO learner loop over rollout workers (issue 12, parts 1, 5, 6, 8).
+// GrpoTrainer: the GRPO learner loop over rollout workers.
 //
 //   per step:  submit grad_accum x prompts_per_step groups of group_size episodes
 //                 (EpisodeRequest.group_id): grad_accum collected batches
