@@ -8,18 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/random.h"
 #include "envs/atlas/atlas_env.h"
 #include "envs/runtime/eval_output.h"
 
 namespace allot::envs::atlas {
 namespace {
-
-uint64_t Mix(uint64_t seed, uint64_t n) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 nlohmann::ordered_json TotalsJson(const llm::UsageTotals& u) {
   return {{"calls", u.calls},
@@ -79,8 +73,9 @@ Result<AtlasEvalReport> EvaluateAtlas(AtlasEnv& env, const std::vector<datasets:
     runtime::EpisodeInput in;
     in.episode_id = ex.id;
     in.dataset_item = AtlasDatasetItem(ex);
-    in.seed = Mix(seed, n);
-    in.sampling.seed = Mix(seed, n) | 1;  // greedy orchestrator; the seed only breaks ties
+    in.seed = SplitMix64Draw(seed, n);
+    in.sampling.seed =
+        SplitMix64Draw(seed, n) | 1;  // greedy orchestrator; the seed only breaks ties
     ++n;
     ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.Run(in));
     ++r.problems;

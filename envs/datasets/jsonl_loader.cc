@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/random.h"
 #include "envs/datasets/sampler.h"
 
 namespace allot::envs::datasets {
@@ -116,15 +117,6 @@ Result<std::vector<std::string>> ParseOptions(const json& v, const std::string& 
   }
   if (out.size() < 2 || out.size() > 26) return bad("needs 2 to 26 options");
   return out;
-}
-
-uint64_t HashString(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 }  // namespace
@@ -248,10 +240,10 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& m, const
       ALLOT_ASSIGN_OR_RETURN(std::string text, ScalarText(*d, where, k));
       opts.push_back(Trim(text));
     }
-    SplitMix64 rng(seed ^ HashString(ex.id));
+    SplitMix64 rng(seed ^ ByteHash64(ex.id));
     std::vector<size_t> order(opts.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    ShuffleInPlace(order, rng);
+    rng.Shuffle(order);
     ex.options.clear();
     for (size_t i = 0; i < order.size(); ++i) {
       ex.options.push_back(opts[order[i]]);

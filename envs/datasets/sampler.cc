@@ -1,5 +1,7 @@
 #include "envs/datasets/sampler.h"
 
+#include "core/random.h"
+
 namespace allot::envs::datasets {
 
 ShardedSampler::ShardedSampler(size_t n, SamplerConfig config) : n_(n), config_(std::move(config)) {
@@ -35,9 +37,9 @@ std::vector<size_t> ShardedSampler::EpochOrder(uint64_t epoch) const {
   std::vector<size_t> global(n_);
   for (size_t i = 0; i < n_; ++i) global[i] = i;
   if (config_.shuffle) {
-    SplitMix64 rng(static_cast<uint64_t>(config_.seed) * 0x9E3779B97F4A7C15ull ^
+    SplitMix64 rng(static_cast<uint64_t>(config_.seed) * kSplitMix64Gamma ^
                    (epoch + 1) * 0xD1B54A32D192ED03ull);
-    ShuffleInPlace(global, rng);
+    rng.Shuffle(global);
   }
   const size_t shards = static_cast<size_t>(config_.world_size * config_.num_workers);
   const size_t shard = static_cast<size_t>(config_.rank * config_.num_workers + config_.worker);

@@ -1,11 +1,11 @@
 // Deterministic shuffling, sharding across learner ranks and rollout workers, and a resumable
 // cursor for checkpoints.
 //
-// The order of epoch e is a Fisher-Yates permutation drawn from SplitMix64(seed, e): the same
-// on every machine and standard library. Shard s of S = world_size * num_workers takes
-// positions s, s + S, s + 2S, ... of that order, so shards never overlap and together cover
-// the epoch (all but the last N mod S examples when drop_remainder is set, which keeps every
-// shard the same length and ranks in lockstep).
+// The order of epoch e is a Fisher-Yates permutation drawn from SplitMix64 (core/random.h)
+// seeded from (seed, e): the same on every machine and standard library. Shard s of
+// S = world_size * num_workers takes positions s, s + S, s + 2S, ... of that order, so shards
+// never overlap and together cover the epoch (all but the last N mod S examples when
+// drop_remainder is set, which keeps every shard the same length and ranks in lockstep).
 #pragma once
 
 #include <cstdint>
@@ -16,38 +16,6 @@
 #include "core/status.h"
 
 namespace allot::envs::datasets {
-
-// A small, fast, well-mixed PRNG with a fully specified output sequence.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), without modulo bias.
-  uint64_t Below(uint64_t n) {
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t r;
-    do {
-      r = Next();
-    } while (r >= limit);
-    return r % n;
-  }
-
- private:
-  uint64_t state_;
-};
-
-template <typename T>
-void ShuffleInPlace(std::vector<T>& v, SplitMix64& rng) {
-  for (size_t i = v.size(); i > 1; --i) {
-    const size_t j = static_cast<size_t>(rng.Below(i));
-    std::swap(v[i - 1], v[j]);
-  }
-}
 
 // Config section `sampler`.
 struct SamplerConfig {

@@ -3,21 +3,16 @@
 #include <cctype>
 #include <fstream>
 
+#include "core/random.h"
 #include "envs/deeptool/step_instances.h"
 
 namespace allot::envs::deeptool {
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // A draw that depends only on (seed, trajectory, step, purpose).
 uint64_t Draw(uint64_t seed, uint64_t index, uint64_t step, uint64_t purpose) {
-  return SplitMix64(SplitMix64(SplitMix64(SplitMix64(seed) ^ index) ^ step) ^ purpose);
+  return SplitMix64Hash(SplitMix64Hash(SplitMix64Hash(SplitMix64Hash(seed) ^ index) ^ step) ^
+                        purpose);
 }
 
 double Unit(uint64_t r) { return static_cast<double>(r >> 11) * 0x1.0p-53; }

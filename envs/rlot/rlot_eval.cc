@@ -9,18 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/random.h"
 #include "envs/runtime/eval_output.h"
 #include "rewards/majority_vote.h"
 
 namespace allot::envs::rlot {
 namespace {
-
-uint64_t Mix(uint64_t seed, uint64_t n) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 std::vector<int> Blocks(const std::string& joined) {
   std::vector<int> out;
@@ -112,7 +106,7 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
       runtime::EpisodeInput in;
       in.episode_id = ex.id + "#" + std::to_string(k);
       in.dataset_item = DatasetItem(ex);
-      in.seed = Mix(options.seed, n++);
+      in.seed = SplitMix64Draw(options.seed, n++);
       ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, run(in));
       ++r.trail_total;
       r.usage.Merge(t.usage.total);
@@ -144,7 +138,8 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
       item.trails.push_back(std::move(trail));
     }
     // RLoT Sec. 4.1: majority over equivalent answers; a seeded coin breaks ties.
-    const rewards::VoteResult vote = rewards::MajorityVoteSeeded(answers, Mix(options.seed, ~n));
+    const rewards::VoteResult vote =
+        rewards::MajorityVoteSeeded(answers, SplitMix64Draw(options.seed, ~n));
     item.voted_correct = vote.found && item.trails[static_cast<size_t>(vote.index)].correct;
     if (item.voted_correct) ++r.voted_correct;
     if (vote.tied_groups > 1) ++r.tied_votes;
@@ -165,7 +160,7 @@ Result<std::vector<datasets::Example>> KeepHardProblems(RlotEnv& env,
     runtime::EpisodeInput in;
     in.episode_id = ex.id + "#direct";
     in.dataset_item = DatasetItem(ex);
-    in.seed = Mix(seed, n++);
+    in.seed = SplitMix64Draw(seed, n++);
     ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.RunWith(in, direct, false));
     if (t.failure.failed()) {
       if (failed != nullptr) ++*failed;

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/random.h"
 #include "core/status.h"
-#include "envs/tinyworld/splitmix.h"
 #include "envs/tinyworld/task_item.h"
 
 namespace allot::envs::tinyworld {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/config/schema.h"
+#include "core/random.h"
 #include "core/status.h"
-#include "envs/tinyworld/splitmix.h"
 #include "envs/tinyworld/task_item.h"
 
 namespace allot::envs::tinyworld {

@@ -2,7 +2,7 @@
 // problems with disjoint train and test splits, multiple-choice variants, the knowledge corpus
 // the fact questions need, and the SFT data that teaches the tiny models the task formats.
 //
-// Determinism: every draw comes from SplitMix64 (splitmix.h), each bucket from its own forked
+// Determinism: every draw comes from SplitMix64 (core/random.h), each bucket from its own forked
 // stream, and JSON is written with sorted keys, so one seed gives the same bytes everywhere.
 // Disjointness: test items are drawn first and their questions reserved; a train item never
 // repeats a test question, and fact questions of each split are about that split's entities.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/random.h"
 
 namespace allot::envs::tools {
 namespace {
@@ -21,17 +22,12 @@ constexpr int kIndexFormat = 1;  // bump when the schema below changes
 struct CorpusStamp {
   int64_t size = 0;
   int64_t mtime_ns = 0;
-  std::string hash;  // FNV-1a 64, hex
+  std::string hash;  // ByteHash64 (core/random.h), hex
 };
 
-std::string Fnv1a64(std::string_view data) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+std::string HexByteHash(std::string_view data) {
   char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(ByteHash64(data)));
   return buf;
 }
 
@@ -210,7 +206,7 @@ Result<std::unique_ptr<KnowledgeBase>> KnowledgeBase::Open(const KnowledgeBaseCo
         fresh = true;
       } else if (same_format) {
         ALLOT_RETURN_IF_ERROR(ReadFile(config.corpus, &data));
-        stamp.hash = Fnv1a64(data);
+        stamp.hash = HexByteHash(data);
         touch_only = Meta(db, "corpus_hash") == stamp.hash;
       }
     }
@@ -219,7 +215,7 @@ Result<std::unique_ptr<KnowledgeBase>> KnowledgeBase::Open(const KnowledgeBaseCo
   if (!fresh && !touch_only) {
     if (data.empty()) {
       ALLOT_RETURN_IF_ERROR(ReadFile(config.corpus, &data));
-      stamp.hash = Fnv1a64(data);
+      stamp.hash = HexByteHash(data);
     }
     static std::atomic<int> counter{0};
     const std::string tmp =

@@ -10,6 +10,7 @@
 #include "core/checkpoint_store.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "core/random.h"
 #include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
 #include "rollout/dispatcher.h"
@@ -20,14 +21,6 @@
 
 namespace allot::trainer {
 namespace {
-
-// SplitMix64: independent episode seeds from (run seed, episode number).
-uint64_t EpisodeSeed(uint64_t seed, uint64_t n) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 Result<Transition> FromProto(const v1::Transition& p, int state_dim, int num_actions,
                              const std::string& where) {
@@ -173,7 +166,7 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
         const uint64_t n = static_cast<uint64_t>(start_episode) + next_id;
         req.set_dataset_item(options_.dataset_items[n % options_.dataset_items.size()]);
       }
-      req.set_seed(EpisodeSeed(options_.seed, static_cast<uint64_t>(start_episode) + next_id));
+      req.set_seed(SplitMix64Draw(options_.seed, static_cast<uint64_t>(start_episode) + next_id));
       ++next_id;
       ++outstanding;
       batch.push_back(std::move(req));

@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/checkpoint_store.h"
+#include "core/random.h"
 #include "llm/client.h"
 #include "models/peft.h"
 #include "rollout/dispatcher.h"
@@ -65,13 +66,6 @@ struct GrpoTrainer::State {
 };
 
 namespace {
-
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 double EpisodeCost(const v1::Trajectory& t, const std::string& metric) {
   const auto& a = t.accounting();
@@ -361,17 +355,16 @@ Status TrainShard(GrpoTrainer::State& s, const std::vector<Sample>& samples, dou
   const int64_t micro = g.micro_batch_size > 0
                             ? g.micro_batch_size
                             : static_cast<int64_t>(g.prompts_per_step) * g.group_size;
-  UpdateOptions uo{
-      .loss = s.loss,
-      .updates = g.updates_per_batch,
-      .micro_batch_size = micro,
-      .max_grad_norm = g.max_grad_norm,
-      .temperature = g.temperature,
-      .chunk_tokens = s.options.logprob_chunk_tokens,
-      .lr = lr,
-      .dropout_seed = SplitMix(s.options.seed ^ SplitMix(static_cast<uint64_t>(s.step + 0x5EED))),
-      .comm = comm,
-      .reference_lora = s.reference_lora.empty() ? nullptr : &s.reference_lora};
+  UpdateOptions uo{.loss = s.loss,
+                   .updates = g.updates_per_batch,
+                   .micro_batch_size = micro,
+                   .max_grad_norm = g.max_grad_norm,
+                   .temperature = g.temperature,
+                   .chunk_tokens = s.options.logprob_chunk_tokens,
+                   .lr = lr,
+                   .dropout_seed = SplitMix64Hash(s.options.seed ^ SplitMix64Hash(s.step + 0x5EED)),
+                   .comm = comm,
+                   .reference_lora = s.reference_lora.empty() ? nullptr : &s.reference_lora};
   if (s.roles != nullptr) {
     // R2-Reasoner Sec. 4.3: only the active role's adapter is attached, so the update reaches
     // its tensors and optimizer alone; the other roles' adapters stay as they are.
@@ -524,8 +517,9 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       r.set_group_id(gid);
       r.set_group_index(static_cast<uint32_t>(i));
       r.set_group_size(static_cast<uint32_t>(group_size));
-      const uint64_t seed = SplitMix(
-          s.options.seed ^ SplitMix(static_cast<uint64_t>(c) * 4099 + static_cast<uint64_t>(i)));
+      const uint64_t seed =
+          SplitMix64Hash(s.options.seed ^ SplitMix64Hash(static_cast<uint64_t>(c) * 4099 +
+                                                         static_cast<uint64_t>(i)));
       r.set_seed(seed);
       auto* sp = r.mutable_sampling();
       sp->set_temperature(static_cast<float>(g.temperature));
