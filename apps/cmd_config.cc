@@ -14,6 +14,7 @@ struct ConfigArgs {
   std::string file;
   std::vector<std::string> overrides;
   bool with_docs = false;
+  bool keys = false;
 };
 
 // The schema check, then the check `allot train` makes before a run starts: a section or knob
@@ -29,6 +30,25 @@ int Validate(const ConfigArgs& a) {
     return kExitError;
   }
   std::cout << a.file << ": OK\n";
+  if (a.keys) {
+    // Each key written (the file, what it includes, the --set assignments) and what reads it.
+    auto written = config::LoadFile(loaded->source);
+    if (!written.ok()) {
+      std::cerr << written.status().message() << "\n";
+      return kExitError;
+    }
+    for (const auto& o : a.overrides) {
+      if (Status s = config::ApplyOverride(*written, o); !s.ok()) {
+        std::cerr << s.message() << "\n";
+        return kExitError;
+      }
+    }
+    for (const WrittenKey& k :
+         WrittenKeys(*written, loaded->config, loaded->config.trainer.algorithm)) {
+      std::cout << k.origin.ToString() << ": " << k.path << ": "
+                << (k.reader.empty() ? "not read: " + k.unread : "read by " + k.reader) << "\n";
+    }
+  }
   return kExitOk;
 }
 
@@ -76,6 +96,8 @@ void AddConfigCommands(CLI::App& app, int* exit_code) {
   CLI::App* validate = cfg->add_subcommand("validate", "Check a config; print every error");
   validate->add_option("file", args->file, "config YAML")->required()->check(CLI::ExistingFile);
   validate->add_option("--set", args->overrides, "dotted override, e.g. --set dqn.lr=0.005");
+  validate->add_flag("--keys", args->keys,
+                     "then list every key written (file:line) and what reads it");
   validate->callback([=] { *exit_code = Validate(*args); });
 
   CLI::App* print = cfg->add_subcommand("print", "Print the resolved config (secrets redacted)");

@@ -89,6 +89,7 @@ Status CheckDqnRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
     }
   }
   errors += UnreadSections(written, cfg, "dqn");
+  errors += UnreadKeys(written, cfg, "dqn");
   errors += OtherEnvSections(written, cfg.env.name);
   if (const config::ConfigNode* rollout = written.Find("rollout"); rollout != nullptr) {
     if (!cfg.dqn.distributed) {

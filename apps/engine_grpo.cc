@@ -45,6 +45,7 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
     }
   }
   errors += UnreadSections(written, cfg, "grpo");
+  errors += UnreadKeys(written, cfg, "grpo");
   errors += OtherEnvSections(written, cfg.env.name, {"chain"});
   errors += OverriddenDispatcherKeys(
       written,

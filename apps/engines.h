@@ -50,6 +50,25 @@ std::string OtherEnvSections(const config::ConfigNode& written, const std::strin
 // `allot eval` for that env (the engines' own sections, which each engine names itself, aside).
 std::string UnreadSections(const config::ConfigNode& written, const AllotConfig& cfg,
                            const std::string& engine);
+// Every key the user wrote: each leaf of `written` (a scalar, a list of scalars, an empty map or
+// list; a list of maps is walked item by item), where it was set, and what reads it under
+// `engine` (grpo, dqn or sft) with the recipe's env, or why nothing does (`reader` empty then).
+// What reads a key: the engine's and the env's sections as UnreadSections and the engines'
+// checks take them, refined leaf by leaf where a sub-section is read only in some modes (a
+// rewards sub-section only with its term, tools.sandbox only with tools.code, ...).
+struct WrittenKey {
+  std::string path;  // "rewards.hierarchy.base_slope", "endpoints[1].name"
+  config::Origin origin;
+  std::string reader;          // "the grpo engine", "env r2 (its episodes and allot eval)", ...
+  std::string unread;          // why nothing reads it, when nothing does
+  bool whole_section = false;  // unread because its top-level section is (reported as such)
+};
+std::vector<WrittenKey> WrittenKeys(const config::ConfigNode& written, const AllotConfig& cfg,
+                                    const std::string& engine);
+// Error lines for the written keys that nothing reads in a section that is read (a section read
+// by nothing is refused whole, once, by the engine's own check).
+std::string UnreadKeys(const config::ConfigNode& written, const AllotConfig& cfg,
+                       const std::string& engine);
 // rollout.dispatcher's staleness and grouping knobs (max_policy_lag, stale_policy,
 // stale_weight_decay, deliver_groups): both trainers set their own, so a recipe's values do
 // nothing today; `why` says what the engine does instead.
