@@ -3,6 +3,7 @@
   python3 bench/gpu/hf_generate.py --write DIR     a random Qwen2-0.5B-shaped model, bf16, in
                                                    Hugging Face format (config.json +
                                                    model.safetensors), for allot to load too
+                                                   (--shape qwen3-0.6b or qwen3-4b: those shapes)
   python3 bench/gpu/hf_generate.py --bench DIR     times model.generate on DIR at batch 1, 32, 256
 
 The timed call is what a transformers user runs: generate() in eager mode with sdpa attention
@@ -33,6 +34,23 @@ QWEN2_05B = dict(
     rope_theta=1e6,
 )
 
+# Qwen3's published shapes (the 0.6B and 4B configs: tied embeddings, head_dim 128, q/k norms).
+QWEN3_06B = dict(
+    hidden_size=1024,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    intermediate_size=3072,
+    vocab_size=151936,
+    tie_word_embeddings=True,
+    max_position_embeddings=40960,
+    rope_theta=1e6,
+)
+QWEN3_4B = dict(QWEN3_06B, hidden_size=2560, num_hidden_layers=36, num_attention_heads=32,
+                intermediate_size=9728)
+SHAPES = {"qwen2-0.5b": QWEN2_05B, "qwen3-0.6b": QWEN3_06B, "qwen3-4b": QWEN3_4B}
+
 
 def emit(obj):
     print(json.dumps(obj), flush=True)
@@ -44,18 +62,24 @@ def fail(stage, err):
     sys.stderr.flush()
 
 
-def write_model(out_dir, seed):
+def write_model(out_dir, seed, shape="qwen2-0.5b"):
     import torch
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers import AutoModelForCausalLM, Qwen2Config, Qwen3Config
 
     start = time.time()
+    config_class = Qwen3Config if shape.startswith("qwen3") else Qwen2Config
+    params = SHAPES[shape]
     try:
-        cfg = Qwen2Config(**QWEN2_05B)
+        cfg = config_class(**params)
     except Exception as e:  # noqa: BLE001 - a config class without the legacy rope_theta
         fail("write:config", e)
-        kwargs = {k: v for k, v in QWEN2_05B.items() if k != "rope_theta"}
-        cfg = Qwen2Config(**kwargs, rope_parameters={"rope_type": "default",
-                                                     "rope_theta": QWEN2_05B["rope_theta"]})
+        kwargs = {k: v for k, v in params.items() if k != "rope_theta"}
+        cfg = config_class(**kwargs, rope_parameters={"rope_type": "default",
+                                                      "rope_theta": params["rope_theta"]})
+    # transformers 5 keeps rope_theta in rope_parameters; make sure the value got there.
+    rope = getattr(cfg, "rope_parameters", None)
+    if isinstance(rope, dict) and "rope_type" in rope:
+        rope["rope_theta"] = params["rope_theta"]
     torch.manual_seed(seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -73,6 +97,7 @@ def write_model(out_dir, seed):
         "bench": "hf_generate",
         "stage": "write",
         "dir": out_dir,
+        "shape": shape,
         "seconds": round(time.time() - start, 2),
         "parameters": sum(p.numel() for p in model.parameters()),
         # What allot's config reader has to understand (models/hf_config.cc).
@@ -140,7 +165,8 @@ def bench(model_dir, batches, prompt_len, new_tokens, seed, device):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--write", metavar="DIR", help="write the random Qwen2-0.5B model to DIR")
+    p.add_argument("--write", metavar="DIR", help="write a random model (--shape) to DIR")
+    p.add_argument("--shape", default="qwen2-0.5b", choices=sorted(SHAPES))
     p.add_argument("--bench", metavar="DIR", help="time model.generate on the model in DIR")
     p.add_argument("--batches", default="1,32,256")
     p.add_argument("--prompt-len", type=int, default=128)
@@ -153,7 +179,7 @@ def main():
     ok = True
     if a.write:
         try:
-            write_model(a.write, a.seed)
+            write_model(a.write, a.seed, a.shape)
         except Exception as e:  # noqa: BLE001
             fail("write", e)
             ok = False

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Everything issue 17 asks of a GPU machine, in one run, within a time budget: the CUDA build
-# (scripts/gpu/build.sh), the GPU tests (ctest -L gpu), parity with transformers, PEFT and
-# onnxruntime, the GRPO update against transformers + PEFT, and `allot serve` decoding against
-# transformers' generate. Each stage gets what is left of the budget and a failed stage does
+# The GPU checks in one run, within a time budget: the CUDA build (scripts/gpu/build.sh), the
+# GPU tests (ctest -L gpu), parity with transformers, PEFT and onnxruntime, the GRPO update
+# against transformers + PEFT, `allot serve` decoding against transformers' generate, and the
+# whole GRPO loop (`allot serve` + the learner) against the same loop in transformers + PEFT. Each stage gets what is left of the budget and a failed stage does
 # not stop the next; OUT ends with one log per stage, summary.txt and logs.tgz (every log and
 # JSON result, no checkpoints).
 #
 #   scripts/gpu/check.sh OUT [BUILD_DIR]          (BUILD_DIR default: build-gpu)
-#   BUDGET_S=540  STAGES="build tests backtrace bindings parity grpo serve"  GRPO_CASES="agree a c b"
-#   GRPO_S=230 (the grpo stage's own limit)
+#   BUDGET_S=540  STAGES="build tests backtrace bindings parity grpo serve loop"
+#   GRPO_CASES="agree a c b"  GRPO_S=230 (the grpo stage's own limit)
+#   LOOP_CASES="qwen3-0.6b qwen3-4b"  LOOP_S=400 (the loop stage's own limit; the loop's own
+#   settings, MAX_TOKENS and the rest, pass through: bench/gpu/grpo_loop_gpu.sh)
 #
 # Made beforehand on a Debian 12 machine with the CPU build: scripts/gpu/fetch_debs.sh (the
 # packages build.sh unpacks, in .gpu/debs) and bench/gpu/navigator_onnx_case.sh (the navigator's
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/../.."
 OUT="${1:?usage: scripts/gpu/check.sh OUT [BUILD_DIR]}"
 BUILD="${2:-build-gpu}"
 BUDGET_S="${BUDGET_S:-540}"
-STAGES="${STAGES:-build tests backtrace bindings parity grpo serve}"
+STAGES="${STAGES:-build tests backtrace bindings parity grpo serve loop}"
 mkdir -p "$OUT"
 T0=$(date +%s)
 SUMMARY="$OUT/summary.txt"
@@ -56,7 +58,14 @@ stage() {
   echo "cores $(nproc)"
 } 2>&1 | sed 's/^/machine| /' | tee -a "$SUMMARY"
 
-TARGETS=(allot_gpu_tests allot_grpo_bench allot_parity_dump allot_serve_bench)
+# Only what the chosen stages run.
+TARGETS=()
+want() { [[ " $STAGES " == *" $1 "* ]]; }
+want tests && TARGETS+=(allot_gpu_tests)
+want parity && TARGETS+=(allot_parity_dump)
+want grpo && TARGETS+=(allot_grpo_bench)
+want serve && TARGETS+=(allot_serve_bench)
+want loop && TARGETS+=(allot allot_grpo_loop_bench)
 stage build 360 scripts/gpu/build.sh "$BUILD" "${TARGETS[@]}"
 # A target that failed to build fails its own stage; the others still run. Only allot's
 # programs get the build's library path (scripts/gpu/with_env.sh): Python keeps the machine's.
@@ -84,6 +93,8 @@ if [[ -f "$BUILD/env.sh" ]]; then
   # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
   stage grpo "${GRPO_S:-230}" env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
   stage serve 100 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
+  stage loop "${LOOP_S:-400}" env CASES="${LOOP_CASES:-qwen3-0.6b qwen3-4b}" \
+    bench/gpu/grpo_loop_gpu.sh "$BUILD" "$OUT/loop"
 fi
 say "total $(($(date +%s) - T0)) s"
 # Every log and JSON result in one small archive, without the checkpoints the stages wrote, for
