@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
 """Helpers of tests/scripts/tinyworld_r2_test.sh: R2-Reasoner's cold start in the tiny world.
 
-  data TEST TRAIN OUT_DIR N_EVAL N_ALLOC
-      eval.jsonl        N_EVAL decomposable test items, round-robin over the difficulties
-      train.jsonl       every decomposable train item (the GRPO prompts)
+  data SPLIT TEST TRAIN OUT_DIR N_EVAL N_ALLOC
+      eval.jsonl        the items evaluated: with SPLIT test, N_EVAL decomposable test items,
+                        round-robin over the difficulties; with SPLIT val, the validation items
+                        (the settings are chosen on these; TEST is then not read)
+      val.jsonl         the validation split: N_EVAL decomposable train items, round-robin
+                        over the difficulties, taken from the end of the train items' order
+                        and held out of everything below (no cold-start example, no GRPO
+                        prompt comes from them)
+      train.jsonl       every other decomposable train item (the GRPO prompts)
       decomposer_in.jsonl   `allot r2 decomposer-data` input: each train item with its
                         reference decomposition as the one candidate: one operation per step
                         of its solution ("80 * 6", "9 * 6", "#1 + #2"; "#k" is result k)
@@ -15,6 +21,8 @@
                         decomposer examples, each followed by an allocator one (cycled)
   check EVAL_JSON [EVAL_JSON...]      the table, and exit 0 when the allocator's accuracy is at
                         least the best single model's at a lower C_API, 1 when not
+                        (several allocators, one per GRPO seed, "-- ALLOC_JSON..." after the
+                        single models: exit 0 only when every one passes)
 
 "Decomposable" is R2's domain in the tiny world: min_level <= 3 (no knowledge tool needed) and a
 solution of two steps or more. Only the Python standard library is used.
@@ -61,17 +69,30 @@ def operations(item):
     return out or None
 
 
-def make_data(test, train, out_dir, n_eval, n_alloc):
+def make_data(split, test, train, out_dir, n_eval, n_alloc):
+    if split not in ("test", "val"):
+        print(f"data: SPLIT must be test or val, got '{split}'", file=sys.stderr)
+        return 2
     n_eval, n_alloc = int(n_eval), int(n_alloc)
-    test_items = round_robin([r for r in rows(test) if decomposable(r)])[:n_eval]
-    train_items = [r for r in rows(train) if decomposable(r)]
+    ordered = round_robin([r for r in rows(train) if decomposable(r)])
+    # The validation split: the last n_eval of the round-robin order (every difficulty in turn
+    # from the end), so that the cold start's and GRPO's first items stay those they were.
+    val_ids = {r["id"] for r in round_robin(ordered[::-1])[:n_eval]}
+    val_items = [r for r in ordered if r["id"] in val_ids]
+    train_items = [r for r in ordered if r["id"] not in val_ids]
+    if split == "test":
+        eval_items = round_robin([r for r in rows(test) if decomposable(r)])[:n_eval]
+    else:
+        eval_items = val_items
     with open(f"{out_dir}/eval.jsonl", "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in test_items)
+        f.writelines(json.dumps(r) + "\n" for r in eval_items)
+    with open(f"{out_dir}/val.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in val_items)
     with open(f"{out_dir}/train.jsonl", "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in round_robin(train_items))
+        f.writelines(json.dumps(r) + "\n" for r in train_items)
     ops = {r["id"]: operations(r) for r in train_items}
     subs = {k: [o for o, _ in v] for k, v in ops.items() if v}
-    have = [r for r in round_robin(train_items) if r["id"] in subs]
+    have = [r for r in train_items if r["id"] in subs]
     with open(f"{out_dir}/decomposer_in.jsonl", "w") as f:
         for r in have:
             cand = {"subtasks": subs[r["id"]], "tokens": 0, "incoherent_pairs": 0, "correct": True}
@@ -82,8 +103,8 @@ def make_data(test, train, out_dir, n_eval, n_alloc):
             f.write(json.dumps({"question": r["question"], "answer": r["answer"],
                                 "subtasks": subs[r["id"]],
                                 "results": [c for _, c in ops[r["id"]]]}) + "\n")
-    print(f"eval {len(test_items)}, train {len(train_items)}, decomposer {len(have)}, "
-          f"allocator {min(n_alloc, len(have))} items")
+    print(f"eval ({split}) {len(eval_items)}, validation {len(val_items)}, train "
+          f"{len(train_items)}, decomposer {len(have)}, allocator {min(n_alloc, len(have))} items")
     return 0
 
 
@@ -105,36 +126,49 @@ def sft_mix(decomposer, allocator, out, n_decomposer=600):
     return 0
 
 
-def check(paths):
-    methods = {}
-    for p in paths:
+def check(args):
+    # Without "--" the last allocator given is judged; with it, every allocator after it.
+    judged_from = args.index("--") if "--" in args else None
+    paths = [a for a in args if a != "--"]
+    methods, judged = {}, []
+    for i, p in enumerate(paths):
         for m in json.load(open(p)):
-            methods[m["method"] if m["method"] != "allocator" else
-                    "allocator" + ("" if len(paths) == 1 else "@" + p.rsplit("/", 1)[-1])] = m
-    print(f"{'method':28s} {'n':>4s} {'acc':>6s} {'C_API $/task':>13s} {'total $/task':>13s}")
+            name = m["method"]
+            if name == "allocator":
+                name = "allocator" + ("" if len(paths) == 1 else "@" + p.rsplit("/", 1)[-1])
+                if judged_from is not None and i >= judged_from:
+                    judged.append(name)
+            methods[name] = m
+    print(f"{'method':36s} {'n':>4s} {'acc':>6s} {'C_API $/task':>13s} {'total $/task':>13s}")
     for name, m in methods.items():
-        print(f"{name:28s} {m['episodes']:4d} {m['accuracy']:6.3f} "
+        print(f"{name:36s} {m['episodes']:4d} {m['accuracy']:6.3f} "
               f"{m['mean_api_cost_usd']:13.4e} {m['mean_cost_usd']:13.4e}")
     singles = {k: v for k, v in methods.items() if not k.startswith("allocator")}
-    allocs = {k: v for k, v in methods.items() if k.startswith("allocator")}
-    if not singles or not allocs:
+    allocs = [k for k in methods if k.startswith("allocator")]
+    if not judged and allocs:
+        judged = allocs[-1:]  # the last allocator given (the trained one)
+    if not singles or not judged:
         print("check: need the allocator and at least one single model", file=sys.stderr)
         return 2
     # The best single model: the highest accuracy, the cheapest of those.
     best = min(singles, key=lambda k: (-singles[k]["accuracy"], singles[k]["mean_api_cost_usd"]))
     b = singles[best]
-    name = list(allocs)[-1]  # the last allocator given (the trained one)
-    a = allocs[name]
-    ok = a["accuracy"] >= b["accuracy"] and a["mean_api_cost_usd"] < b["mean_api_cost_usd"]
-    print(f"best single model {best}: accuracy {b['accuracy']:.3f}, C_API "
-          f"{b['mean_api_cost_usd']:.4e}; {name}: accuracy {a['accuracy']:.3f}, C_API "
-          f"{a['mean_api_cost_usd']:.4e} -> {'PASS' if ok else 'FAIL'}")
-    return 0 if ok else 1
+    passed = 0
+    for name in judged:
+        a = methods[name]
+        ok = a["accuracy"] >= b["accuracy"] and a["mean_api_cost_usd"] < b["mean_api_cost_usd"]
+        passed += ok
+        print(f"best single model {best}: accuracy {b['accuracy']:.3f}, C_API "
+              f"{b['mean_api_cost_usd']:.4e}; {name}: accuracy {a['accuracy']:.3f}, C_API "
+              f"{a['mean_api_cost_usd']:.4e} -> {'PASS' if ok else 'FAIL'}")
+    if len(judged) > 1:
+        print(f"{passed} of {len(judged)} trained allocators pass")
+    return 0 if passed == len(judged) else 1
 
 
 def main(argv):
     cmd, args = (argv[1], argv[2:]) if len(argv) > 1 else ("", [])
-    if cmd == "data" and len(args) == 5:
+    if cmd == "data" and len(args) == 6:
         return make_data(*args)
     if cmd == "sft-mix" and len(args) == 3:
         return sft_mix(*args)

@@ -177,7 +177,7 @@ for i in "${!r2_models[@]}"; do
   r2_sets+=(--set "endpoints[$i].base_url=$(url "${r2_models[$i]}")")
 done
 mkdir -p "$out/r2"
-python3 scripts/r2_tinyworld_tools.py data "$data/test.jsonl" "$data/train.jsonl" "$out/r2" 2 2 \
+python3 scripts/r2_tinyworld_tools.py data test "$data/test.jsonl" "$data/train.jsonl" "$out/r2" 2 2 \
   > "$out/logs/r2-data.log" 2>&1 || fail "r2 data: $(tail -3 "$out/logs/r2-data.log")"
 "$allot" r2 decomposer-data -c configs/r2.yaml -i "$out/r2/decomposer_in.jsonl" \
   -o "$out/r2/decomposer_sft.jsonl" > "$out/logs/r2-decomposer-data.log" 2>&1 ||
