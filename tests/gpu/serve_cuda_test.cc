@@ -1,10 +1,15 @@
 // `allot serve` with the model on CUDA: the same tiny
 // model served on the CPU and on the GPU in float32 gives the same greedy chat completion, and
 // a bfloat16 server decodes a burst of concurrent greedy, sampled, n > 1 and streamed requests
-// in shared batches. Skipped where CUDA is not available.
+// in shared batches; and the learner's proof of delivery (trainer/grpo/delivery_probe.h) holds
+// against a server on the device in float32 and bfloat16 with its default tolerances: the
+// delivered adapter passes, the base model served under the adapter's name fails, and the reply
+// names the adapter by its file's sha256. Skipped where CUDA is not available
+// (ALLOT_GPU_TEST_DEVICE=cpu runs the delivery test on the CPU).
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,9 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sha256.h"
+#include "llm/openai_json.h"
 #include "llm/serve/server.h"
+#include "models/causal_lm.h"
+#include "models/peft.h"
 #include "models/tokenizer/byte_tokenizer.h"
 #include "tests/llm/serve/serve_fixture.h"
+#include "trainer/grpo/delivery_probe.h"
 
 namespace allot::llm::serve {
 namespace {
@@ -134,6 +144,91 @@ TEST_F(ServeCudaIntegrationTest, Bf16ServerDecodesConcurrentRequestsTogether) {
   auto events = SseEvents(s.body);
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events.back(), "[DONE]");
+}
+
+std::string DeliveryTestDevice() {
+  const char* d = std::getenv("ALLOT_GPU_TEST_DEVICE");
+  return d != nullptr && *d ? d : "cuda";
+}
+
+// The probe's comparison against a server on the device, in both dtypes the learner trains in.
+// The differences measured are recorded as test properties (ctest's XML output).
+TEST(CudaDeliveryProbeTest, DeliveredAdapterPassesAndTheBaseModelFailsAtTheDefaultTolerance) {
+  const std::string device = DeliveryTestDevice();
+  if (device == "cuda" && !torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string model_dir = testing::WriteServableTinyModel("delivery_cuda");
+  // B drawn N(0, 0.5): an adapter that moves the log-probs far beyond any tolerance, as a
+  // trained adapter does after some steps.
+  const std::string adapter = testing::WriteAdapter(model_dir, "delivery_cuda_adapter", false);
+  ASSERT_FALSE(adapter.empty());
+  auto sha = Sha256File(adapter + "/adapter_model.safetensors");
+  ASSERT_TRUE(sha.ok());
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    SCOPED_TRACE(dtype);
+    ServeConfig c;
+    c.model = model_dir;
+    c.served_model_name = "tiny";
+    c.port = 0;
+    c.device = device;
+    c.dtype = dtype;
+    auto server = Server::Create(c);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    auto port = (*server)->Start();
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    ASSERT_EQ(Post(*port, "/v1/load_lora_adapter",
+                   json{{"lora_name", "policy-v2"}, {"lora_path", adapter}})
+                  .status,
+              200);
+    // The learner: the same weights and adapter, on the device in the same dtype.
+    auto model = models::CausalLMImpl::Load(model_dir, {.dtype = dtype, .device = device});
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    ASSERT_TRUE(models::LoadAdapter(**model, adapter).ok());
+    const double tolerance =
+        trainer::grpo::DefaultProbeTolerance((*model)->parameters()[0].scalar_type());
+    trainer::grpo::DeliveryProbe probe(tolerance);
+    ASSERT_TRUE(probe
+                    .Draw(models::ByteTokenizer(),
+                          {"Route the query to the cheapest solver that answers it correctly."}, 5,
+                          32, 255)
+                    .ok());
+    const std::vector<double> learner = probe.LearnerLogprobs(**model);
+    auto served = [&](const std::string& name) {
+      const std::vector<int32_t>& ids = probe.tokens();
+      auto r = Post(*port, "/v1/completions",
+                    json{{"model", name},
+                         {"prompt", std::vector<int64_t>(ids.begin(), ids.end())},
+                         {"max_tokens", 1},
+                         {"temperature", 0},
+                         {"prompt_logprobs", 0}});
+      EXPECT_EQ(r.status, 200) << r.body;
+      return r;
+    };
+    const std::string url = (*server)->url();
+    const auto delivered = served("policy-v2");
+    auto parsed = ParseCompletion(delivered.body, false, "test");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ(parsed->adapter_sha256, *sha);
+    auto ok = probe.Compare(parsed->choices[0].prompt_logprobs, learner, url, "policy-v2");
+    ASSERT_TRUE(ok.ok()) << ok.status().message();
+    ::testing::Test::RecordProperty(dtype + "_delivered_mean_abs_diff",
+                                    std::to_string(ok->mean_abs_diff));
+    ::testing::Test::RecordProperty(dtype + "_delivered_max_abs_diff",
+                                    std::to_string(ok->max_abs_diff));
+    // Not delivered: the base model answers for the adapter's name.
+    const auto base = served("tiny");
+    auto parsed_base = ParseCompletion(base.body, false, "test");
+    ASSERT_TRUE(parsed_base.ok()) << parsed_base.status().ToString();
+    EXPECT_EQ(parsed_base->adapter_sha256, "");
+    auto bad = probe.Compare(parsed_base->choices[0].prompt_logprobs, learner, url, "policy-v2");
+    ASSERT_FALSE(bad.ok()) << "the base model passed the probe at tolerance " << tolerance;
+    EXPECT_NE(bad.status().message().find(url), std::string::npos) << bad.status().message();
+    std::printf(
+        "[ delivery ] %s on %s: delivered mean |diff| %.3g (max %.3g), tolerance %.3g; "
+        "base model: %s\n",
+        dtype.c_str(), device.c_str(), ok->mean_abs_diff, ok->max_abs_diff, tolerance,
+        bad.status().message().c_str());
+    (*server)->Stop();
+  }
 }
 
 }  // namespace
