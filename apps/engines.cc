@@ -171,7 +171,7 @@ std::vector<WrittenKey> WrittenKeys(const config::ConfigNode& written, const All
          WrittenKey k{path, node.origin()};
          const std::string section = bare.substr(0, bare.find('.'));
          k.reader = SectionReader(section, cfg, engine);
-         if (section == "env" && bare != "env.name") {
+         if (section == "env" && bare.size() > 4 && bare != "env.name") {  // env.<name>...
            const std::string name = bare.substr(4, bare.find('.', 4) - 4);
            k.reader = name == cfg.env.name ? "env " + name + " (its episodes and allot eval)" : "";
          }
