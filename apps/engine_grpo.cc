@@ -23,7 +23,7 @@
 
 namespace allot::apps {
 
-// Configs fail loudly (issue 12 part 9): a section or key the grpo engine does not read, or a
+// Configs fail loudly: a section or key the grpo engine does not read, or a
 // knob that has no effect in the chosen mode, is an error naming it and where it was set.
 Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
                        const std::string& source) {

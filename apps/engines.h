@@ -23,7 +23,7 @@ using TrainEngine = int (*)(RunContext& ctx);
 // nullptr when the algorithm's engine has not landed.
 TrainEngine FindTrainEngine(const std::string& algorithm);
 
-// Configs fail loudly (issue 12 part 9): a section or key the algorithm's engine does not read,
+// Configs fail loudly: a section or key the algorithm's engine does not read,
 // or a knob without effect in the chosen mode, is an error naming it and where it was set (a
 // file line, or "--set key"). `overrides` are the user's --set assignments. `allot train` and
 // `allot sft` check the recipe file with them; `allot resume` checks its own --set assignments

@@ -1,4 +1,4 @@
-// Arithmetic of graded difficulty for the tiny world (issue 15): one-digit sums up to products
+// Arithmetic of graded difficulty for the tiny world: one-digit sums up to products
 // a calculator should do, and short multi-step word problems. Each bucket has a fixed minimal
 // CogER level by construction (TaskItem::min_level).
 //

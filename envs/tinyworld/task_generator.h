@@ -1,4 +1,4 @@
-// The tiny world's data (issue 15): a seeded, deterministic generator of arithmetic and fact
+// The tiny world's data: a seeded, deterministic generator of arithmetic and fact
 // problems with disjoint train and test splits, multiple-choice variants, the knowledge corpus
 // the fact questions need, and the SFT data that teaches the tiny models the task formats.
 //
