@@ -406,6 +406,7 @@ Result<Completion> ParseCompletion(std::string_view body, bool chat, const std::
   if (!choices->is_array()) return r.TypeError("choices", "an array", *choices);
   if (choices->empty()) return r.Error("choices", "empty");
   ALLOT_RETURN_IF_ERROR(r.IntArray(root, "prompt_token_ids", "$", &out.prompt_token_ids));
+  ALLOT_RETURN_IF_ERROR(r.Str(root, "adapter_sha256", "$", &out.adapter_sha256));
   out.choices.resize(choices->size());
   for (size_t i = 0; i < choices->size(); ++i) {
     ALLOT_RETURN_IF_ERROR(

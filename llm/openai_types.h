@@ -90,7 +90,10 @@ struct Completion {
   std::vector<Choice> choices;
   Usage usage;
   std::vector<int64_t> prompt_token_ids;  // response-level prompt ids (vLLM)
-  CallRecord record;                      // accounting for this call
+  // allot serve: the sha256 of the adapter file that decoded the request ("" when the server
+  // sent none, e.g. vLLM, or for the base model).
+  std::string adapter_sha256;
+  CallRecord record;  // accounting for this call
 };
 
 // One SSE chunk of a streamed completion.

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "core/sha256.h"
+
 namespace allot::llm::serve {
 
 Status AdapterStore::Load(const std::string& name, const std::string& dir) {
@@ -13,6 +15,9 @@ Status AdapterStore::Load(const std::string& name, const std::string& dir) {
   if (!std::filesystem::is_directory(dir, ec)) {
     return NotFound("lora_path " + dir + ": no such adapter directory");
   }
+  // What replies report as the adapter's identity (adapter_sha256): the weights file's bytes.
+  auto sha = Sha256File(dir + "/adapter_model.safetensors");
+  if (!sha.ok()) return NotFound("lora_path " + dir + ": " + sha.status().message());
   // models::LoadAdapter validates the files against the model and installs the adapter; its
   // tensors are then copied out so that the model can carry other adapters.
   stale_ = true;  // the model's adapter state is unknown until this succeeds
@@ -27,6 +32,7 @@ Status AdapterStore::Load(const std::string& name, const std::string& dir) {
   }
   Adapter adapter;
   adapter.dir = dir;
+  adapter.sha256 = std::move(*sha);
   adapter.config = *loaded;
   const auto& sites = model_->linear_sites();
   for (size_t i = 0; i < sites.size(); ++i) {
@@ -55,6 +61,11 @@ std::map<std::string, std::string> AdapterStore::List() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, a] : adapters_) out[name] = a.dir;
   return out;
+}
+
+std::string AdapterStore::Sha256(const std::string& name) const {
+  auto it = adapters_.find(name);
+  return it == adapters_.end() ? std::string() : it->second.sha256;
 }
 
 Status AdapterStore::Activate(const std::string& name) {

@@ -32,6 +32,10 @@ class AdapterStore {
   bool Has(const std::string& name) const { return adapters_.count(name) > 0; }
   // name -> directory.
   std::map<std::string, std::string> List() const;
+  // The SHA-256 (64 lower-case hex digits) of the adapter's adapter_model.safetensors, the
+  // file's bytes as they were when the adapter was loaded; "" for the base model ("") or an
+  // unknown name. Replies report it so a learner can check which weights answered.
+  std::string Sha256(const std::string& name) const;
 
   // Puts adapter `name` ("" = none: the base model) into the model.
   Status Activate(const std::string& name);
@@ -45,6 +49,7 @@ class AdapterStore {
   };
   struct Adapter {
     std::string dir;
+    std::string sha256;  // of dir/adapter_model.safetensors, at load
     models::AdapterConfig config;
     std::vector<SiteWeights> weights;
   };

@@ -262,6 +262,14 @@ bool ParseGenerateRequest(const json& body, bool chat, int64_t default_max_token
     int64_t k = -1;
     if (f.Int("logprobs", &k, 0, kMaxLogprobs)) out->logprobs = static_cast<int>(k);
   }
+  int64_t pk = -1;
+  if (f.Int("prompt_logprobs", &pk, 0, kMaxLogprobs)) {
+    if (chat) return f.Fail("prompt_logprobs", "'prompt_logprobs' is served on /v1/completions");
+    if (out->stream) {
+      return f.Fail("prompt_logprobs", "'prompt_logprobs' is not served with 'stream': true");
+    }
+    out->prompt_logprobs = static_cast<int>(pk);
+  }
   f.Bool("return_token_ids", &out->return_token_ids);
   f.Bool("return_tokens_as_token_ids", &out->return_tokens_as_token_ids);
   if (!f.ok()) return false;

@@ -38,6 +38,9 @@ struct GenerateRequest {
   // Completions: `logprobs: k` (k alternatives). Chat: `logprobs: true` with `top_logprobs: k`.
   // -1 = no logprobs.
   int logprobs = -1;
+  // Completions (vLLM): the log-prob of every prompt token after the first under the model (or
+  // adapter) that serves the request, plus the k most likely alternatives. -1 = not asked.
+  int prompt_logprobs = -1;
   bool return_token_ids = false;            // vLLM: prompt_token_ids and choice token_ids
   bool return_tokens_as_token_ids = false;  // vLLM: logprob tokens as "token_id:N"
 };

@@ -79,6 +79,26 @@ json ChatLogprobs(const models::Tokenizer& tokenizer, const models::GeneratedSeq
   return {{"content", content}};
 }
 
+json PromptLogprobsJson(const models::Tokenizer& tokenizer,
+                        const std::vector<PromptTokenLogprob>& entries, bool as_ids) {
+  json out = json::array({nullptr});
+  for (const auto& e : entries) {
+    json pos = json::object();
+    pos[std::to_string(e.id)] = {{"logprob", e.logprob},
+                                 {"rank", e.rank},
+                                 {"decoded_token", TokenString(tokenizer, e.id, as_ids)}};
+    for (size_t j = 0; j < e.top.size(); ++j) {
+      const std::string key = std::to_string(e.top[j].id);
+      if (pos.contains(key)) continue;
+      pos[key] = {{"logprob", e.top[j].logprob},
+                  {"rank", static_cast<int64_t>(j) + 1},
+                  {"decoded_token", TokenString(tokenizer, e.top[j].id, as_ids)}};
+    }
+    out.push_back(std::move(pos));
+  }
+  return out;
+}
+
 json StopReason(const models::GeneratedSequence& seq, const models::SamplingParams& params) {
   if (seq.stop_string) return *seq.stop_string;
   if (seq.stop_token && std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(),

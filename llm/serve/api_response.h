@@ -32,6 +32,11 @@ nlohmann::json ChatLogprobs(const models::Tokenizer& tokenizer,
                             const models::GeneratedSequence& seq, size_t from, size_t to,
                             const std::vector<std::vector<TopToken>>* top, bool as_ids);
 
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...], one
+// entry per prompt token, the first null; each holds the prompt token and its alternatives.
+nlohmann::json PromptLogprobsJson(const models::Tokenizer& tokenizer,
+                                  const std::vector<PromptTokenLogprob>& entries, bool as_ids);
+
 // vLLM's stop_reason: the stop string, the stop token id from stop_token_ids, or null (EOS or
 // length).
 nlohmann::json StopReason(const models::GeneratedSequence& seq,

@@ -250,6 +250,7 @@ bool Engine::Admit(Queued& q, models::DecodeBatch& batch, uint64_t job_id,
   r.remaining = requests.size();
   r.out.results.resize(requests.size());
   r.out.adapter = adapters_.active();
+  r.out.adapter_sha256 = adapters_.Sha256(r.out.adapter);
   r.job = std::move(q.job);
   auto& slot = running.emplace(job_id, std::move(r)).first->second;
   for (size_t i = 0; i < slot.job.requests.size(); ++i) {
@@ -291,7 +292,64 @@ void Engine::Finish(Running& r) {
       }
     }
   }
+  if (r.job.prompt_logprobs >= 0) {
+    for (const auto& request : r.job.requests) {
+      r.out.prompt.emplace_back();
+      Status s;
+      try {
+        s = PromptLogprobs(request.prompt, r.job.prompt_logprobs, &r.out.prompt.back());
+      } catch (const std::exception& e) {
+        s = Internal(std::string("prompt_logprobs failed: ") + e.what());
+      }
+      if (!s.ok()) {
+        r.job.done(s);
+        return;
+      }
+    }
+  }
   r.job.done(std::move(r.out));
+}
+
+// The raw log-probs (logits not divided by any temperature, as vLLM reports prompt log-probs)
+// from one forward pass over the prompt, with the adapter that decoded the job still installed.
+// Logits are formed a chunk of rows at a time: [prompt, vocab] floats at once could be GBs.
+Status Engine::PromptLogprobs(const std::vector<int32_t>& prompt, int k,
+                              std::vector<PromptTokenLogprob>* out) {
+  torch::NoGradGuard no_grad;
+  const int64_t p = static_cast<int64_t>(prompt.size());
+  if (p < 2) return Status::Ok();
+  const int64_t kk = std::min<int64_t>(k, model_->config().vocab_size);
+  std::vector<int64_t> ids(prompt.begin(), prompt.end());
+  at::Tensor input = torch::tensor(ids, torch::kLong).view({1, -1}).to(model_->device());
+  at::Tensor hidden = model_->Hidden(input).squeeze(0);
+  at::Tensor targets = input.squeeze(0).narrow(0, 1, p - 1).unsqueeze(1);
+  constexpr int64_t kChunk = 256;
+  for (int64_t from = 0; from < p - 1; from += kChunk) {
+    const int64_t rows = std::min(kChunk, p - 1 - from);
+    at::Tensor logp = torch::log_softmax(model_->Logits(hidden.narrow(0, from, rows)), -1);
+    at::Tensor chosen = logp.gather(1, targets.narrow(0, from, rows));  // [rows, 1]
+    at::Tensor rank = (logp > chosen).sum(1) + 1;
+    at::Tensor values, indices;
+    if (kk > 0) std::tie(values, indices) = logp.topk(kk, -1);
+    chosen = chosen.to(torch::kCPU).contiguous();
+    rank = rank.to(torch::kCPU).to(torch::kLong).contiguous();
+    if (kk > 0) {
+      values = values.to(torch::kCPU).contiguous();
+      indices = indices.to(torch::kCPU).contiguous();
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      PromptTokenLogprob e;
+      e.id = prompt[static_cast<size_t>(from + i + 1)];
+      e.logprob = chosen.data_ptr<float>()[i];
+      e.rank = rank.data_ptr<int64_t>()[i];
+      for (int64_t j = 0; j < kk; ++j) {
+        e.top.push_back({static_cast<int32_t>(indices.data_ptr<int64_t>()[i * kk + j]),
+                         values.data_ptr<float>()[i * kk + j]});
+      }
+      out->push_back(std::move(e));
+    }
+  }
+  return Status::Ok();
 }
 
 // The alternatives are recomputed with one forward pass over prompt + sample, under the same

@@ -44,19 +44,33 @@ struct TopToken {
   float logprob = 0.0f;
 };
 
+// vLLM's prompt_logprobs at one prompt position: the prompt token's log-prob and rank (1 = the
+// most likely token), and the most likely alternatives.
+struct PromptTokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.0f;
+  int64_t rank = 0;
+  std::vector<TopToken> top;
+};
+
 struct EngineOutput {
   // The adapter installed in the model while the job decoded ("" = the base model): what the
   // reply reports as its "model", so that a rollout records the version that really sampled.
   std::string adapter;
+  std::string adapter_sha256;  // AdapterStore::Sha256 of `adapter` ("" for the base model)
   std::vector<models::GenerationResult> results;  // one per request of the job
   // top[r][s][t]: the `top_logprobs` most likely tokens at step t of sample s of request r.
   std::vector<std::vector<std::vector<std::vector<TopToken>>>> top;
+  // With EngineJob::prompt_logprobs >= 0: prompt[r][t] for prompt token t >= 1 of request r
+  // (the first token has none), under the same model and adapter that decoded the job.
+  std::vector<std::vector<PromptTokenLogprob>> prompt;
 };
 
 struct EngineJob {
   std::string adapter;  // "" = the base model
   std::vector<models::GenerationRequest> requests;
   int top_logprobs = 0;
+  int prompt_logprobs = -1;  // alternatives per prompt position; -1 = no prompt log-probs
   std::function<void(Result<EngineOutput>)> done;
   // Set by the caller when nobody wants the result any more (a streaming client hung up); the
   // job leaves the batch before the next step and `done` gets Cancelled.
@@ -110,6 +124,8 @@ class Engine {
   Status TopLogprobs(const models::GenerationRequest& request,
                      const models::GenerationResult& result, int k,
                      std::vector<std::vector<std::vector<TopToken>>>* out);
+  Status PromptLogprobs(const std::vector<int32_t>& prompt, int k,
+                        std::vector<PromptTokenLogprob>* out);
 
   std::shared_ptr<models::CausalLMImpl> model_;
   std::shared_ptr<const models::Tokenizer> tokenizer_;

@@ -158,6 +158,7 @@ void Server::HandleGenerate(const httplib::Request& req, httplib::Response& res,
   EngineJob job;
   job.adapter = adapter;
   job.top_logprobs = g->stream ? 0 : std::max(g->logprobs, 0);
+  job.prompt_logprobs = g->prompt_logprobs;
   for (auto& p : prompts) job.requests.push_back({std::move(p), g->params, nullptr});
 
   auto base_chunk = [=](json choices) {
@@ -215,6 +216,10 @@ void Server::HandleGenerate(const httplib::Request& req, httplib::Response& res,
           c["token_ids"] = seq.token_ids;
           if (!chat) c["prompt_token_ids"] = prompt_ids[p];
         }
+        if (g->prompt_logprobs >= 0 && p < out->prompt.size()) {
+          c["prompt_logprobs"] =
+              PromptLogprobsJson(tok, out->prompt[p], g->return_tokens_as_token_ids);
+        }
         choices.push_back(std::move(c));
       }
     }
@@ -225,6 +230,10 @@ void Server::HandleGenerate(const httplib::Request& req, httplib::Response& res,
     resp["model"] = out->adapter.empty() ? served_name_ : out->adapter;
     resp["usage"] = usage(prompt_tokens, completion_tokens);
     if (g->return_token_ids && chat) resp["prompt_token_ids"] = prompt_ids[0];
+    // The sha256 of the adapter file the engine had installed (server.h), or null for the base
+    // model; the same in the x-allot-adapter-sha256 header, which is absent for the base model.
+    resp["adapter_sha256"] = out->adapter_sha256.empty() ? json() : json(out->adapter_sha256);
+    if (!out->adapter_sha256.empty()) res.set_header(kAdapterSha256Header, out->adapter_sha256);
     res.status = 200;
     res.set_content(Dump(resp), "application/json");
     return;

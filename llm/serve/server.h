@@ -12,6 +12,13 @@
 // Every error is {"error": {"message", "type", "param", "code"}} with its HTTP status; no
 // request can crash the server. Requests are decoded in shared batches by the Engine.
 //
+// Proof of delivery: /v1/completions answers vLLM's `prompt_logprobs` (the model's own log-probs
+// of the prompt tokens, with the requested adapter applied), and every non-streamed completion
+// names the adapter that decoded it by the SHA-256 of its adapter_model.safetensors (the file's
+// bytes as read by /v1/load_lora_adapter or --adapter): the top-level field "adapter_sha256"
+// (null for the base model) and the header x-allot-adapter-sha256 (absent for the base model).
+// A learner compares both with what it published (trainer/grpo/delivery_probe.h).
+//
 // Thread-safe: Stop() may be called from any thread (e.g. a signal watcher).
 #pragma once
 
@@ -32,6 +39,8 @@ struct Response;
 }  // namespace httplib
 
 namespace allot::llm::serve {
+
+inline constexpr const char* kAdapterSha256Header = "x-allot-adapter-sha256";
 
 class Server {
  public:

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
+#include "core/sha256.h"
 #include "models/peft.h"
 
 namespace allot::trainer::grpo {
@@ -35,7 +37,7 @@ std::string AdapterPublisher::url() const {
   return ep == nullptr ? "<endpoint '" + options_.endpoint + "' not configured>" : ep->base_url;
 }
 
-Status AdapterPublisher::Publish(const models::CausalLMImpl& model, uint64_t version) {
+Status AdapterPublisher::Publish(models::CausalLMImpl& model, uint64_t version) {
   const std::string dir = AdapterDir(version);
   ALLOT_RETURN_IF_ERROR(models::SaveAdapter(model, dir, options_.base_model));
   if (auto it = loaded_.find(version); it != loaded_.end()) {
@@ -46,7 +48,30 @@ Status AdapterPublisher::Publish(const models::CausalLMImpl& model, uint64_t ver
       spdlog::warn("grpo: could not unload {} from {}: {}", it->second, url(), s.message());
     loaded_.erase(it);
   }
-  return LoadAndVerify(version);
+  last_probe_.reset();
+  ALLOT_RETURN_IF_ERROR(LoadAndVerify(version));
+  return ProbeDelivery(model, version);
+}
+
+Status AdapterPublisher::ProbeDelivery(models::CausalLMImpl& model, uint64_t version) {
+  if (options_.probe == nullptr || !options_.probe->ready()) return Status::Ok();
+  const std::string name = AdapterName(version);
+  ALLOT_ASSIGN_OR_RETURN(std::string sha,
+                         Sha256File(AdapterDir(version) + "/adapter_model.safetensors"));
+  ALLOT_ASSIGN_OR_RETURN(
+      ProbeResult r, options_.probe->Check(*client_, options_.endpoint, url(), name, model, sha));
+  ProbeReport report{.adapter = name,
+                     .max_abs_diff = r.max_abs_diff,
+                     .mean_abs_diff = r.mean_abs_diff,
+                     .step_change = std::nullopt};
+  if (last_learner_.size() == r.learner.size() && !r.learner.empty()) {
+    double sum = 0.0;
+    for (size_t i = 0; i < r.learner.size(); ++i) sum += std::abs(r.learner[i] - last_learner_[i]);
+    report.step_change = sum / static_cast<double>(r.learner.size());
+  }
+  last_learner_ = std::move(r.learner);
+  last_probe_ = report;
+  return Status::Ok();
 }
 
 Status AdapterPublisher::LoadAndVerify(uint64_t version) {

@@ -9,19 +9,27 @@
 // (adapters silently never reaching the engine is verl #7495). Old versions are unloaded once
 // no episode that may still sample them is outstanding.
 //
-// The second half of the proof is per token: each policy segment's TokenSegment.policy_version
+// A listed name proves only that the load was announced. With a DeliveryProbe (delivery_probe.h)
+// each publish is then proven by what the endpoint computes: the probe's prompt_logprobs under
+// the new name must match the learner's under the weights just written, and an endpoint that
+// reports the sha256 of the adapter it applied must report the written file's.
+//
+// The last part of the proof is per token: each policy segment's TokenSegment.policy_version
 // is the version in the model name the endpoint answered with, and the learner measures
 // staleness from it (grpo_trainer.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "llm/client.h"
 #include "models/causal_lm.h"
+#include "trainer/grpo/delivery_probe.h"
 
 namespace allot::trainer::grpo {
 
@@ -32,6 +40,20 @@ struct PublisherOptions {
   std::string base_model;         // base_model_name_or_path in adapter_config.json
   double timeout_s = 30.0;
   int retries = 3;
+  // Checks every publish once ready() (null, or not drawn yet: no check). Owned by the trainer;
+  // it outlives the publisher.
+  const DeliveryProbe* probe = nullptr;
+};
+
+// What the probe of the last publish measured.
+struct ProbeReport {
+  std::string adapter;
+  double max_abs_diff = 0.0;
+  double mean_abs_diff = 0.0;
+  // Mean |learner log-prob now - at this publisher's previous publish| over the probe: how far
+  // the update moved the probe, i.e. the smallest fault the tolerance can tell apart (absent
+  // at the first publish).
+  std::optional<double> step_change;
 };
 
 class AdapterPublisher {
@@ -39,9 +61,12 @@ class AdapterPublisher {
   AdapterPublisher(llm::Client* client, PublisherOptions options)
       : client_(client), options_(std::move(options)) {}
 
-  // Writes the model's adapter as version `version`, loads it and proves it is served. A version
-  // the endpoint already serves under this name (adopted) is unloaded and loaded again.
-  Status Publish(const models::CausalLMImpl& model, uint64_t version);
+  // Writes the model's adapter as version `version`, loads it and proves it is served (and, with
+  // a probe, computed with: `model` is put in eval mode for the probe and back). A version the
+  // endpoint already serves under this name (adopted) is unloaded and loaded again.
+  Status Publish(models::CausalLMImpl& model, uint64_t version);
+  // The probe of the last Publish (nullopt: none ran).
+  const std::optional<ProbeReport>& last_probe() const { return last_probe_; }
 
   // Unloads every loaded version below `keep_from` (best effort; failures are logged).
   void UnloadBelow(uint64_t keep_from);
@@ -70,6 +95,7 @@ class AdapterPublisher {
 
  private:
   Status LoadAndVerify(uint64_t version);
+  Status ProbeDelivery(models::CausalLMImpl& model, uint64_t version);
 
   llm::Client* client_;
   PublisherOptions options_;
@@ -77,6 +103,8 @@ class AdapterPublisher {
   int64_t loads_ = 0;
   int64_t load_retries_ = 0;
   int64_t unloads_ = 0;
+  std::optional<ProbeReport> last_probe_;
+  std::vector<double> last_learner_;  // the learner's probe log-probs at the previous publish
 };
 
 }  // namespace allot::trainer::grpo

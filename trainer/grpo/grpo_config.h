@@ -41,6 +41,29 @@ struct AlternationConfig {
   }
 };
 
+// Proof of delivery by what the endpoint computes (grpo/delivery_probe.h): after each publish a
+// fixed probe, drawn once per run from the training prompts, is sent to the policy endpoint
+// under the new adapter's name for its prompt_logprobs, and compared with the learner's own
+// log-probs under the weights it just published.
+struct DeliveryProbeConfig {
+  bool enabled = true;
+  int tokens = 32;  // probe length in tokens (fewer when the drawn prompt is shorter)
+  // Largest mean |served - learner| log-prob over the probe's tokens; 0 = by the learner's
+  // dtype (kDefaultProbeTolerance*, delivery_probe.h).
+  double tolerance = 0.0;
+
+  void Describe(config::Visitor& v) {
+    v.Field("enabled", enabled,
+            {.doc = "after each publish, check the endpoint's prompt_logprobs under the new "
+                    "adapter against the learner's (needs an endpoint that returns them)"});
+    v.Field("tokens", tokens, {.doc = "probe length in tokens", .min = 2.0, .max = 4096.0});
+    v.Field("tolerance", tolerance,
+            {.doc = "largest mean absolute log-prob difference (0: by dtype: float32 1e-3, "
+                    "float16 2e-2, bfloat16 5e-2)",
+             .min = 0.0});
+  }
+};
+
 struct GrpoConfig {
   std::string policy_endpoint = "policy";  // endpoints[].name serving the policy being trained
   int group_size = 12;                     // CogER: G = 12
@@ -108,6 +131,7 @@ struct GrpoConfig {
   // Policy sync with proof of delivery.
   double sync_timeout_s = 30.0;
   int sync_retries = 3;
+  DeliveryProbeConfig delivery_probe;
   double rollout_timeout_s = 600.0;
   AlternationConfig alternation;  // R2-Reasoner Sec. 4.3
 
@@ -198,6 +222,8 @@ struct GrpoConfig {
     v.Field("sync_timeout_s", sync_timeout_s,
             {.doc = "adapter load + proof-of-delivery timeout", .min = 0.0});
     v.Field("sync_retries", sync_retries, {.doc = "adapter load attempts", .min = 1.0});
+    v.Field("delivery_probe", delivery_probe,
+            {.doc = "check each published adapter by the endpoint's own log-probs"});
     v.Field("rollout_timeout_s", rollout_timeout_s,
             {.doc = "longest wait for a step's episodes (every grad_accum batch, refills "
                     "included); also each episode's deadline",

@@ -88,6 +88,14 @@ Scalars StepMetrics::ToScalars() const {
   out.emplace_back("trained_tokens", trained_tokens);
   const double update_s = fwd_bwd_s + optimizer_s;
   out.emplace_back("tokens_per_s", update_s > 0 ? trained_tokens / update_s : 0.0);
+  if (probed) {
+    out.emplace_back("delivery/probe_max_abs_diff", probe_max_abs_diff);
+    out.emplace_back("delivery/probe_mean_abs_diff", probe_mean_abs_diff);
+    if (probe_step_change >= 0) out.emplace_back("delivery/probe_step_change", probe_step_change);
+  }
+  if (rollout_logprob_abs_diff >= 0) {
+    out.emplace_back("delivery/rollout_logprob_abs_diff", rollout_logprob_abs_diff);
+  }
   out.emplace_back("time/rollout_wait_s", rollout_wait_s);
   out.emplace_back("time/fwd_bwd_s", fwd_bwd_s);
   out.emplace_back("time/optimizer_s", optimizer_s);

@@ -19,6 +19,7 @@
 #include "core/random.h"
 #include "llm/client.h"
 #include "models/peft.h"
+#include "models/tokenizer/tokenizer.h"
 #include "rollout/dispatcher.h"
 #include "rollout/failure_kind.h"
 #include "rollout/worker.h"
@@ -26,6 +27,7 @@
 #include "trainer/grpo/adapter_publisher.h"
 #include "trainer/grpo/advantages.h"
 #include "trainer/grpo/alternation.h"
+#include "trainer/grpo/delivery_probe.h"
 #include "trainer/grpo/grpo_metrics.h"
 #include "trainer/grpo/grpo_optim.h"
 #include "trainer/grpo/lagrange_multiplier.h"
@@ -51,6 +53,8 @@ struct GrpoTrainer::State {
   std::unique_ptr<LrSchedule> schedule;            // over GRPO steps (trainer.total_steps)
   std::unique_ptr<llm::Client> client;
   std::unique_ptr<AdapterPublisher> publisher;
+  // grpo.delivery_probe (null: off); every publisher checks its publishes with it.
+  std::unique_ptr<DeliveryProbe> probe;
   LagrangeMultiplier lagrange{0.0, 0.0};
   PolicyLossOptions loss;
   int64_t step = 0;
@@ -125,6 +129,10 @@ Status CheckGrpoConfig(const GrpoConfig& g) {
         " episodes per pass, but a step trains on " + std::to_string(step_episodes) +
         " (grpo.grad_accum " + std::to_string(g.grad_accum) + " x prompts_per_step " +
         std::to_string(g.prompts_per_step) + " x group_size " + std::to_string(g.group_size) + ")");
+  }
+  if (!g.delivery_probe.enabled && g.delivery_probe.tolerance > 0.0) {
+    return InvalidArgument(
+        "grpo.delivery_probe.tolerance: set while grpo.delivery_probe.enabled is false");
   }
   return Status::Ok();
 }
@@ -201,6 +209,14 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   po.prefix = options.adapter_prefix;
   po.timeout_s = g.sync_timeout_s;
   po.retries = g.sync_retries;
+  if (g.delivery_probe.enabled) {
+    // The tolerance follows the learner's dtype unless the recipe sets one (delivery_probe.h).
+    const double tolerance = g.delivery_probe.tolerance > 0.0
+                                 ? g.delivery_probe.tolerance
+                                 : DefaultProbeTolerance(st->model->output_weight().scalar_type());
+    st->probe = std::make_unique<DeliveryProbe>(tolerance);
+    po.probe = st->probe.get();
+  }
   st->publisher = std::make_unique<AdapterPublisher>(st->client.get(), po);
   if (st->roles != nullptr) st->roles->SetPublishers(st->client.get(), po);
   st->nonce = std::to_string(std::random_device{}());
@@ -321,6 +337,12 @@ const RoleAdapters::Adapter* ActiveAdapter(const GrpoTrainer::State& s) {
 uint64_t CurrentVersion(const GrpoTrainer::State& s) {
   const RoleAdapters::Adapter* a = ActiveAdapter(s);
   return a != nullptr ? a->version : s.version;
+}
+
+// What the probe of the latest publish measured (the active role's publisher with roles).
+const std::optional<ProbeReport>& LastProbe(const GrpoTrainer::State& s) {
+  const RoleAdapters::Adapter* a = ActiveAdapter(s);
+  return a != nullptr ? a->publisher->last_probe() : s.publisher->last_probe();
 }
 
 // The served name the step's trainable segments should come from (CurrentVersion's adapter).
@@ -492,6 +514,16 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
   // that they are unloaded like its own. A fresh run first unloads what an earlier run of its
   // name left on a long-lived endpoint: those names would refuse its own loads.
   if (s.version == 0) s.version = 1;
+  if (s.probe != nullptr) {
+    // Drawn here, after a resume has restored the run's seed: the same probe for the whole run.
+    ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<models::Tokenizer> tok,
+                           models::LoadTokenizer(s.options.model_dir));
+    ALLOT_RETURN_IF_ERROR(s.probe->Draw(*tok, s.options.prompts, s.options.seed,
+                                        g.delivery_probe.tokens,
+                                        s.model->config().max_position_embeddings - 1));
+    spdlog::info("grpo: delivery probe of {} tokens, tolerance {} on the mean |log-prob diff|",
+                 s.probe->tokens().size(), s.probe->tolerance());
+  }
   if (s.step > 0) {
     s.publisher->AdoptServed();
     if (s.roles != nullptr) s.roles->AdoptServed();
@@ -720,6 +752,12 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       s.version += 1;
       ALLOT_RETURN_IF_ERROR(publish(s.version, /*all=*/false));
       m.sync_s = std::chrono::duration<double>(Clock::now() - t_sync).count();
+      if (const auto& p = LastProbe(s); p.has_value()) {
+        m.probed = true;
+        m.probe_max_abs_diff = p->max_abs_diff;
+        m.probe_mean_abs_diff = p->mean_abs_diff;
+        m.probe_step_change = p->step_change.value_or(-1.0);
+      }
     }
     m.step_s = std::chrono::duration<double>(Clock::now() - t_step).count();
     m.lr = lr;

@@ -113,6 +113,9 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
   double fwd_bwd = Seconds(t0), opt_s = 0.0;
   PolicyLossStats acc;
   double loss_sum = 0.0, entropy_sum = 0.0, grad_norm = 0.0;
+  // Sum of |rollout - learner| log-prob over trainable tokens, on the first pass (the weights
+  // the update starts from).
+  double rollout_diff_sum = 0.0;
   for (int u = 0; u < options.updates; ++u) {
     const auto tu = Clock::now();
     optimizer.zero_grad();
@@ -122,6 +125,10 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
       in.logp = logprobs(i);
       in.old_logp = options.updates > 1 ? old[i] : in.logp.detach();
       if (use_tis) in.rollout_logp = mb.rollout_logp;
+      if (u == 0 && has_rollout_logp && mb.rollout_logp.defined()) {
+        rollout_diff_sum +=
+            ((in.logp.detach() - mb.rollout_logp).abs() * mb.loss_mask).sum().item<double>();
+      }
       if (options.loss.kl_coef > 0.0) in.ref_logp = ref[i];
       in.advantages = mb.advantages;
       in.mask = mb.loss_mask;
@@ -159,7 +166,8 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     // Every term above is this rank's share of a union-batch quantity: the sums are the union's.
     std::vector<double> v = {loss_sum,           acc.policy_loss,       acc.kl,
                              acc.clip_frac_low,  acc.clip_frac_high,    acc.ratio_mean,
-                             acc.is_weight_mean, acc.is_truncated_frac, entropy_sum};
+                             acc.is_weight_mean, acc.is_truncated_frac, entropy_sum,
+                             rollout_diff_sum};
     ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(v, /*mean=*/false));
     loss_sum = v[0];
     acc.policy_loss = v[1];
@@ -170,7 +178,9 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     acc.is_weight_mean = v[6];
     acc.is_truncated_frac = v[7];
     entropy_sum = v[8];
+    rollout_diff_sum = v[9];
   }
+  m->rollout_logprob_abs_diff = has_rollout_logp ? rollout_diff_sum / tokens : -1.0;
   m->loss = loss_sum;
   m->policy_loss = acc.policy_loss;
   m->kl = acc.kl;

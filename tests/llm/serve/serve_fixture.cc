@@ -50,6 +50,7 @@ Reply Wrap(const httplib::Result& r) {
   if (!r) return out;
   out.status = r->status;
   out.body = r->body;
+  out.headers = r->headers;
   out.json = nlohmann::json::parse(r->body, nullptr, false);
   return out;
 }

@@ -25,6 +25,7 @@ std::string WriteAdapter(const std::string& model_dir, const std::string& name, 
 struct Reply {
   int status = 0;
   std::string body;
+  httplib::Headers headers;
   nlohmann::json json;  // discarded when the body is not JSON
 };
 

@@ -9,8 +9,11 @@
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "core/sha256.h"
+#include "llm/openai_json.h"
 #include "models/causal_lm.h"
 #include "models/generation.h"
+#include "models/peft.h"
 #include "models/tokenizer/byte_tokenizer.h"
 #include "tests/llm/serve/serve_fixture.h"
 
@@ -671,6 +674,105 @@ TEST_F(ServeTest, TheEngineReportsTheAdapterThatDecoded) {
   EXPECT_EQ(reply["model"], "policy-v3");
   EXPECT_EQ(Complete({{"prompt", json({5, 6})}, {"max_tokens", 2}})["model"], "tiny");
   ASSERT_TRUE(server_->engine().UnloadAdapter("policy-v3").ok());
+}
+
+// prompt_logprobs in vLLM's shape are the model's own log-probs of the prompt tokens, computed
+// with the requested adapter applied; the reply names that adapter by its file's sha256 (field
+// and header), and the client's parser (llm/openai_json.h) reads the same values back.
+TEST_F(ServeTest, PromptLogprobsAreTheModelsOwnUnderTheRequestedAdapter) {
+  const std::string dir = testing::WriteAdapter(*model_dir_, "serve_prompt_lp", false);
+  ASSERT_EQ(
+      Post(port_, "/v1/load_lora_adapter", json{{"lora_name", "plp"}, {"lora_path", dir}}).status,
+      200);
+  const std::vector<int64_t> prompt = {10, 20, 30, 40, 50, 60, 70};
+  auto own = [&](bool with_adapter) {
+    auto m = models::CausalLMImpl::Load(*model_dir_);
+    EXPECT_TRUE(m.ok());
+    if (with_adapter) {
+      EXPECT_TRUE(models::LoadAdapter(**m, dir).ok());
+    }
+    torch::NoGradGuard no_grad;
+    (*m)->eval();
+    at::Tensor logits = (*m)->forward(torch::tensor(prompt).view({1, -1}))[0];
+    return torch::log_softmax(logits, -1);  // [T, vocab]
+  };
+  auto served = [&](const std::string& model, int k) {
+    auto r = Post(port_, "/v1/completions",
+                  json{{"model", model},
+                       {"prompt", prompt},
+                       {"max_tokens", 1},
+                       {"temperature", 0},
+                       {"prompt_logprobs", k},
+                       {"return_tokens_as_token_ids", true}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r;
+  };
+  std::vector<float> lp[2];
+  for (int adapter = 0; adapter < 2; ++adapter) {
+    const at::Tensor want = own(adapter == 1);
+    const auto r = served(adapter == 1 ? "plp" : "tiny", 2);
+    const json& plp = r.json["choices"][0]["prompt_logprobs"];
+    ASSERT_EQ(plp.size(), prompt.size()) << r.body;
+    EXPECT_TRUE(plp[0].is_null());
+    for (size_t t = 1; t < prompt.size(); ++t) {
+      const at::Tensor row = want[static_cast<int64_t>(t) - 1];
+      const std::string key = std::to_string(prompt[t]);
+      ASSERT_TRUE(plp[t].contains(key)) << plp[t];
+      const float x = row[prompt[t]].item<float>();
+      EXPECT_NEAR(plp[t][key]["logprob"].get<float>(), x, 1e-4) << t;
+      EXPECT_EQ(plp[t][key]["rank"], (row > x).sum().item<int64_t>() + 1) << t;
+      EXPECT_EQ(plp[t][key]["decoded_token"], "token_id:" + key);
+      EXPECT_GE(plp[t].size(), 2u);  // the prompt token and the two most likely
+      EXPECT_LE(plp[t].size(), 3u);
+      lp[adapter].push_back(plp[t][key]["logprob"].get<float>());
+    }
+    auto parsed = ParseCompletion(r.body, false, "test");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    // With k = 0 each position holds the prompt token alone, so the client's parser (which
+    // tells the prompt token from the alternatives only by ids the reply may not carry) reads
+    // exactly the prompt token's log-prob.
+    const auto r0 = served(adapter == 1 ? "plp" : "tiny", 0);
+    auto p0 = ParseCompletion(r0.body, false, "test");
+    ASSERT_TRUE(p0.ok()) << p0.status().ToString();
+    const auto& got = p0->choices[0].prompt_logprobs;
+    ASSERT_EQ(got.size(), prompt.size());
+    EXPECT_FALSE(got[0].has_value());
+    for (size_t t = 1; t < prompt.size(); ++t) {
+      ASSERT_TRUE(got[t].has_value());
+      EXPECT_EQ(got[t]->token_id, prompt[t]);
+      EXPECT_NEAR(got[t]->logprob, lp[adapter][t - 1], 1e-6);
+    }
+    if (adapter == 1) {
+      auto sha = Sha256File(dir + "/adapter_model.safetensors");
+      ASSERT_TRUE(sha.ok());
+      EXPECT_EQ(r.json["adapter_sha256"], *sha);
+      auto h = r.headers.find(kAdapterSha256Header);
+      ASSERT_NE(h, r.headers.end());
+      EXPECT_EQ(h->second, *sha);
+      EXPECT_EQ(p0->adapter_sha256, *sha);
+    } else {
+      EXPECT_TRUE(r.json["adapter_sha256"].is_null()) << r.body;
+      EXPECT_EQ(r.headers.count(kAdapterSha256Header), 0u);
+      EXPECT_EQ(p0->adapter_sha256, "");
+    }
+  }
+  float diff = 0;
+  for (size_t i = 0; i < lp[0].size(); ++i) diff = std::max(diff, std::abs(lp[1][i] - lp[0][i]));
+  EXPECT_GT(diff, 1e-3) << "the adapter changes no prompt log-prob";
+  ASSERT_EQ(Post(port_, "/v1/unload_lora_adapter", json{{"lora_name", "plp"}}).status, 200);
+}
+
+TEST_F(ServeTest, PromptLogprobsAreRefusedWhereTheyAreNotServed) {
+  ExpectError(Post(port_, "/v1/completions",
+                   json{{"prompt", json({5, 6})}, {"prompt_logprobs", 0}, {"stream", true}}),
+              400, "prompt_logprobs");
+  ExpectError(Post(port_, "/v1/chat/completions",
+                   json{{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                        {"prompt_logprobs", 0}}),
+              400, "prompt_logprobs");
+  ExpectError(
+      Post(port_, "/v1/completions", json{{"prompt", json({5, 6})}, {"prompt_logprobs", 21}}), 400,
+      "prompt_logprobs");
 }
 
 }  // namespace
