@@ -469,6 +469,14 @@ TEST_F(ConfigStrictnessIntegrationTest, StrayLeafKeyInARecipeIsRefusedAtItsLine)
   }
 }
 
+// An empty env section is a key of its own (read by the engine), not an env's section.
+TEST_F(ConfigStrictnessIntegrationTest, KeysOfAnEmptyEnvSectionAreListed) {
+  const std::string empty = Write(dir_ + "/empty_env.yaml", "trainer:\n  algorithm: grpo\nenv:\n");
+  auto a = Allot("config validate --keys " + empty);
+  EXPECT_EQ(a.code, 0) << a.output;
+  EXPECT_TRUE(Has(a, "empty_env.yaml:3:1: env: read by the grpo engine")) << a.output;
+}
+
 // R2-Reasoner Sec. 4.3: with grpo.alternation.adapters each role's LoRA is its own entry, so
 // grpo.lora beside them, or adapters without alternation, does nothing and is refused.
 TEST_F(ConfigStrictnessIntegrationTest, PerRoleAdaptersLeaveGrpoLoraWithoutEffect) {
