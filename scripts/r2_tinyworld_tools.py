@@ -145,7 +145,7 @@ def check(args):
               f"{m['mean_api_cost_usd']:13.4e} {m['mean_cost_usd']:13.4e}")
     singles = {k: v for k, v in methods.items() if not k.startswith("allocator")}
     allocs = [k for k in methods if k.startswith("allocator")]
-    if not judged and allocs:
+    if judged_from is None:
         judged = allocs[-1:]  # the last allocator given (the trained one)
     if not singles or not judged:
         print("check: need the allocator and at least one single model", file=sys.stderr)
