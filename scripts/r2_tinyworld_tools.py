@@ -4,7 +4,8 @@
   data SPLIT TEST TRAIN OUT_DIR N_EVAL N_ALLOC
       eval.jsonl        the items evaluated: with SPLIT test, N_EVAL decomposable test items,
                         round-robin over the difficulties; with SPLIT val, the validation items
-                        (the settings are chosen on these; TEST is then not read)
+                        (the settings are chosen on these; TEST is read only to check
+                        that no validation question is a test question)
       val.jsonl         the validation split: N_EVAL decomposable train items, round-robin
                         over the difficulties, taken from the end of the train items' order
                         and held out of everything below (no cold-start example, no GRPO
@@ -80,10 +81,15 @@ def make_data(split, test, train, out_dir, n_eval, n_alloc):
     val_ids = {r["id"] for r in round_robin(ordered[::-1])[:n_eval]}
     val_items = [r for r in ordered if r["id"] in val_ids]
     train_items = [r for r in ordered if r["id"] not in val_ids]
-    if split == "test":
-        eval_items = round_robin([r for r in rows(test) if decomposable(r)])[:n_eval]
-    else:
-        eval_items = val_items
+    test_items = round_robin([r for r in rows(test) if decomposable(r)])[:n_eval]
+    # No validation question may be trained on or be a test question.
+    shared = {r["question"] for r in val_items} & (
+        {r["question"] for r in train_items} | {r["question"] for r in test_items})
+    if shared:
+        print(f"data: {len(shared)} validation questions are also train or test questions, "
+              f"e.g. {sorted(shared)[0]!r}", file=sys.stderr)
+        return 2
+    eval_items = test_items if split == "test" else val_items
     with open(f"{out_dir}/eval.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in eval_items)
     with open(f"{out_dir}/val.jsonl", "w") as f:
