@@ -12,16 +12,16 @@
 #include "envs/atlas/atlas_config.h"
 #include "envs/coger/coger_config.h"
 #include "envs/datasets/jsonl_loader.h"
-#include "envs/deeptool/deeptool_config.h"
 #include "envs/datasets/sampler.h"
+#include "envs/deeptool/deeptool_config.h"
 #include "envs/r2/r2_config.h"
 #include "envs/rlot/rlot_config.h"
 #include "envs/synthetic/chain_mdp.h"
-#include "envs/tools/rstkit.h"
 #include "llm/endpoint_config.h"
 #include "models/model_config.h"
 #include "rewards/composed_reward.h"
 #include "rollout/config.h"
+#include "tools/rstkit.h"
 #include "trainer/dqn/dqn_config.h"
 #include "trainer/grpo/grpo_config.h"
 #include "trainer/sft/sft_config.h"
@@ -66,7 +66,7 @@ struct AllotConfig {
   std::vector<llm::EndpointConfig> endpoints;
   llm::GpuProfile gpu;
   rewards::RewardConfig rewards;
-  envs::tools::ToolsConfig tools;
+  tools::ToolsConfig tools;
   envs::datasets::DatasetConfig train_data;
   envs::datasets::DatasetConfig eval_data;
   envs::datasets::SamplerConfig sampler;

@@ -15,7 +15,7 @@
 #include "envs/deeptool/mosaic.h"
 #include "envs/deeptool/step_instances.h"
 #include "envs/runtime/prompt_template.h"
-#include "envs/tools/rstkit.h"
+#include "tools/rstkit.h"
 
 namespace allot::apps {
 
@@ -90,7 +90,7 @@ void AddDeepToolCommands(CLI::App& app, int* exit_code) {
     std::string in, out, split = "sft";
     double probability = -1.0;
     envs::deeptool::MosaicConfig config;
-    envs::tools::SandboxConfig sandbox;
+    tools::SandboxConfig sandbox;
   };
   auto p = std::make_shared<PerturbArgs>();
   CLI::App* perturb = dt->add_subcommand(
@@ -119,20 +119,20 @@ void AddDeepToolCommands(CLI::App& app, int* exit_code) {
     config.probability = p->probability >= 0.0 ? p->probability
                          : p->split == "rl"    ? envs::deeptool::kMosaicRlProbability
                                                : envs::deeptool::kMosaicSftProbability;
-    envs::tools::ToolsConfig tc;
+    tools::ToolsConfig tc;
     tc.arithmetic = tc.symbolic = tc.statistics = false;
     tc.sandbox = p->sandbox;
-    auto registry = envs::tools::BuildRstKit(tc);
+    auto registry = tools::BuildRstKit(tc);
     if (!registry.ok()) {
       std::cerr << "allot deeptool perturb: " << registry.status().ToString() << "\n";
       *exit_code = kExitError;
       return;
     }
-    const envs::tools::ToolRegistry* reg = registry->get();
+    const tools::ToolRegistry* reg = registry->get();
     const size_t max_chars = 4096;
     envs::deeptool::CodeRunner run =
         [reg, max_chars](const std::string& code) -> Result<envs::deeptool::CodeOutcome> {
-      envs::tools::ToolResult r = reg->Call({"execute_python", {{"code", code}}});
+      tools::ToolResult r = reg->Call({"execute_python", {{"code", code}}});
       if (!r.ok && r.output.is_string()) {
         return Unavailable("execute_python: " + r.output.get<std::string>());
       }

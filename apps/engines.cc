@@ -113,7 +113,7 @@ std::string LeafUnread(const std::string& path, const AllotConfig& cfg, const st
              "rewards.terms";
     }
   }
-  // RSTKit (envs/tools/rstkit.cc): the sandbox runs execute_python alone, and the QA toolkit
+  // RSTKit (tools/rstkit.cc): the sandbox runs execute_python alone, and the QA toolkit
   // exists only with a corpus.
   if (Under(path, "tools.sandbox") && !cfg.tools.code) {
     return "tools.sandbox has no effect while tools.code is false";

@@ -9,9 +9,9 @@
 
 #include "core/config/schema.h"
 #include "envs/runtime/limits.h"
-#include "envs/tools/rstkit.h"
 #include "llm/endpoint_config.h"
 #include "rewards/composed_reward.h"
+#include "tools/rstkit.h"
 
 namespace allot::envs::coger {
 

@@ -17,7 +17,7 @@
 #include "envs/coger/tool_selector.h"
 #include "envs/runtime/episode.h"
 #include "envs/runtime/trajectory.h"
-#include "envs/tools/tool_registry.h"
+#include "tools/tool_registry.h"
 
 namespace allot::envs::coger {
 

@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "envs/coger/coger_config.h"
 #include "envs/runtime/episode.h"
-#include "envs/tools/tool_registry.h"
+#include "tools/tool_registry.h"
 
 namespace allot::envs::coger {
 

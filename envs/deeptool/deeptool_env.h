@@ -3,7 +3,7 @@
 //   intermediate step:  <think>..</think> <code>..</code>, then the env's <observation>..
 //                       </observation>
 //   terminal step:      <think>..</think> <answer>..</answer>
-// Code runs in the sandboxed execute_python tool (envs/tools); its output comes back as the
+// Code runs in the sandboxed execute_python tool (tools/); its output comes back as the
 // observation, a masked kTool segment. Every generated step is a trainable policy segment whose
 // `step` is its 1-based index.
 //
@@ -35,10 +35,10 @@
 #include "envs/deeptool/deeptool_item.h"
 #include "envs/deeptool/expert_trajectory.h"
 #include "envs/runtime/env.h"
-#include "envs/tools/tool_registry.h"
 #include "rewards/action_reward.h"
 #include "rewards/answer_extractor.h"
 #include "rewards/grader.h"
+#include "tools/tool_registry.h"
 
 namespace allot::llm {
 class Client;

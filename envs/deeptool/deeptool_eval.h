@@ -16,7 +16,7 @@
 #include "envs/datasets/example.h"
 #include "envs/datasets/jsonl_loader.h"
 #include "envs/deeptool/deeptool_config.h"
-#include "envs/tools/tool_registry.h"
+#include "tools/tool_registry.h"
 
 namespace allot::envs::deeptool {
 

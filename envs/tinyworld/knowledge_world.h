@@ -1,6 +1,6 @@
 // The tiny world's fictional knowledge base: generated people and towns whose facts (birth
 // years, trades, herds, founding years, inhabitants, rivers) exist only in a corpus of
-// {"id", "title", "text"} pages, the format envs/tools/knowledge_base.h indexes with FTS5. No
+// {"id", "title", "text"} pages, the format tools/knowledge_base.h indexes with FTS5. No
 // model can know them without the search tool, which makes fact questions CogER's L4.
 //
 // Every word of every name is distinct across the whole world, so that a search for an

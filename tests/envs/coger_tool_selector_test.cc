@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "envs/tools/rstkit.h"
+#include "tools/rstkit.h"
 
 namespace allot::envs::coger {
 namespace {

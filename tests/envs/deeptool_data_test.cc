@@ -9,8 +9,8 @@
 #include "envs/deeptool/deeptool_env.h"
 #include "envs/deeptool/mosaic.h"
 #include "envs/deeptool/step_instances.h"
-#include "envs/tools/rstkit.h"
 #include "tests/core/temp_dir.h"
+#include "tools/rstkit.h"
 
 namespace allot::envs::deeptool {
 namespace {

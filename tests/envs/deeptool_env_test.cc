@@ -8,10 +8,10 @@
 
 #include "envs/deeptool/deeptool_env.h"
 #include "envs/deeptool/deeptool_eval.h"
-#include "envs/tools/tool.h"
 #include "llm/client.h"
 #include "rewards/gestalt.h"
 #include "tests/envs/runtime_test_util.h"
+#include "tools/tool.h"
 
 namespace allot::envs::deeptool {
 namespace {

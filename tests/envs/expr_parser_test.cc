@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "envs/tools/calculator_tools.h"
+#include "tools/calculator_tools.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 std::string Tree(const std::string& text) {
@@ -164,4 +164,4 @@ TEST(CalculateTest, MergedFrontEndBehaviour) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -8,8 +8,8 @@
 
 #include "core/atomic_file.h"
 #include "envs/tinyworld/task_generator.h"
-#include "envs/tools/knowledge_base.h"
 #include "tests/envs/tinyworld_test_world.h"
+#include "tools/knowledge_base.h"
 
 namespace allot::envs::tinyworld {
 namespace {

@@ -74,7 +74,7 @@ TEST(MathExprTest, LimitsAreResourceErrors) {
             StatusCode::kResourceExhausted);
 }
 
-// Answers are read by the calculator's front-end in its LaTeX dialect (envs/tools/). What that
+// Answers are read by the calculator's front-end in its LaTeX dialect (math/). What that
 // changed against the former rewards-only parser is pinned here.
 TEST(MathExprTest, SharedFrontEndDifferences) {
   // tan stays tan (it used to become sin/cos); cot, sec and csc are powers of tan, cos and sin.

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/status.h"
-#include "envs/tools/tool.h"
+#include "tools/tool.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 // {"tool_name": "...", "parameters": {...}}
 struct ToolCall {
@@ -62,4 +62,4 @@ class ToolRegistry {
   std::map<std::string, Tool*, std::less<>> by_name_;
 };
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "envs/tools/calculator_tools.h"
+#include "tools/calculator_tools.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 using GiNaC::ex;
@@ -565,4 +565,4 @@ Status RegisterSymbolicTools(ToolRegistry& registry, const math::EvalLimits& lim
   return Status::Ok();
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -1,8 +1,8 @@
-#include "envs/tools/rstkit.h"
+#include "tools/rstkit.h"
 
-#include "envs/tools/calculator_tools.h"
+#include "tools/calculator_tools.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 using nlohmann::json;
@@ -132,4 +132,4 @@ Result<std::unique_ptr<ToolRegistry>> BuildRstKit(const ToolsConfig& config) {
   return registry;
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

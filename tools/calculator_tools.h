@@ -6,10 +6,10 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "envs/tools/tool_registry.h"
 #include "math/ginac_eval.h"
+#include "tools/tool_registry.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 struct Calculation {
   std::string exact;      // "1/2", "2*sqrt(2)", "120"
@@ -31,4 +31,4 @@ Status RegisterStatisticsTools(ToolRegistry& registry);
 // matrix_determinant, matrix_inverse, matrix_multiply, matrix_eigenvalues.
 Status RegisterSymbolicTools(ToolRegistry& registry, const math::EvalLimits& limits = {});
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -5,16 +5,16 @@
 #include <cstdint>
 #include <string_view>
 
-#include "envs/tools/calculator_tools.h"
-#include "envs/tools/tool_registry.h"
+#include "tools/calculator_tools.h"
+#include "tools/tool_registry.h"
 
 namespace {
 
-const allot::envs::tools::ToolRegistry& Registry() {
+const allot::tools::ToolRegistry& Registry() {
   static auto* registry = [] {
-    auto* r = new allot::envs::tools::ToolRegistry();
-    (void)allot::envs::tools::RegisterArithmeticTools(*r);
-    (void)allot::envs::tools::RegisterStatisticsTools(*r);
+    auto* r = new allot::tools::ToolRegistry();
+    (void)allot::tools::RegisterArithmeticTools(*r);
+    (void)allot::tools::RegisterStatisticsTools(*r);
     return r;
   }();
   return *registry;
@@ -24,9 +24,9 @@ const allot::envs::tools::ToolRegistry& Registry() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto call = allot::envs::tools::ParseToolCall(text);
+  auto call = allot::tools::ParseToolCall(text);
   if (call.ok()) {
-    allot::envs::tools::ToolResult r = Registry().Call(*call);
+    allot::tools::ToolResult r = Registry().Call(*call);
     (void)r.Render();
   }
   return 0;

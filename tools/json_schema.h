@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 // Validates `value` against `schema`; the error names the path ("parameters.values[2]: expected
 // number, got string").
@@ -24,4 +24,4 @@ Status CheckSchema(const nlohmann::json& schema, const std::string& path = "sche
 // "string", "number", "integer" (a number without fraction), ... for error messages.
 std::string JsonTypeName(const nlohmann::json& value);
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -1,4 +1,4 @@
-#include "envs/tools/sandbox.h"
+#include "tools/sandbox.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -16,7 +16,7 @@
 #include <chrono>
 #include <cstring>
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 std::atomic<uint64_t> g_run_counter{0};
@@ -270,4 +270,4 @@ Result<ExecResult> Sandbox::RunPython(std::string_view code, std::string_view st
   return result;
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

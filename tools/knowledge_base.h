@@ -22,7 +22,7 @@
 
 struct sqlite3;
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 struct KnowledgeBaseConfig {
   std::string corpus;         // JSONL path; empty disables the QA tools
@@ -87,4 +87,4 @@ class KnowledgeBase {
 // common abbreviations such as "e.g." and single capitals do not end one).
 std::string FirstSentences(std::string_view text, int n);
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

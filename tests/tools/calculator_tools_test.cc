@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "envs/tools/calculator_tools.h"
-#include "envs/tools/statistics.h"
+#include "tools/calculator_tools.h"
+#include "tools/statistics.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 using nlohmann::json;
@@ -224,4 +224,4 @@ TEST(StatisticsToolsTest, ThroughTheRegistry) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 
-namespace allot::envs::tools::stats {
+namespace allot::tools::stats {
 
 Result<double> Mean(const std::vector<double>& xs);
 Result<double> Median(std::vector<double> xs);
@@ -35,4 +35,4 @@ Result<double> BinomialCdf(long k, long n, double p);
 Result<double> PoissonPmf(long k, double lambda);
 Result<double> PoissonCdf(long k, double lambda);
 
-}  // namespace allot::envs::tools::stats
+}  // namespace allot::tools::stats

@@ -1,10 +1,10 @@
-#include "envs/tools/statistics.h"
+#include "tools/statistics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
-namespace allot::envs::tools::stats {
+namespace allot::tools::stats {
 namespace {
 
 Status CheckFinite(const std::vector<double>& xs, const char* name) {
@@ -166,4 +166,4 @@ Result<double> PoissonCdf(long k, double lambda) {
   return std::min(total, 1.0);
 }
 
-}  // namespace allot::envs::tools::stats
+}  // namespace allot::tools::stats

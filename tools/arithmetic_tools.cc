@@ -3,11 +3,11 @@
 #include <memory>
 #include <vector>
 
-#include "envs/tools/calculator_tools.h"
-#include "envs/tools/json_schema.h"
-#include "envs/tools/statistics.h"
+#include "tools/calculator_tools.h"
+#include "tools/json_schema.h"
+#include "tools/statistics.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 using nlohmann::json;
@@ -353,4 +353,4 @@ Status RegisterStatisticsTools(ToolRegistry& registry) {
   return Status::Ok();
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

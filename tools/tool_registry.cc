@@ -1,10 +1,10 @@
-#include "envs/tools/tool_registry.h"
+#include "tools/tool_registry.h"
 
 #include <exception>
 
-#include "envs/tools/json_schema.h"
+#include "tools/json_schema.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 using nlohmann::json;
 
@@ -175,4 +175,4 @@ ToolResult ToolRegistry::CallFromText(std::string_view llm_answer) const {
   return Call(*call);
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

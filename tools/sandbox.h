@@ -23,7 +23,7 @@
 #include "core/config/schema.h"
 #include "core/status.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 struct SandboxConfig {
   std::string python = "/usr/bin/python3";  // the system interpreter, not a user's
@@ -91,4 +91,4 @@ class Sandbox {
   SandboxConfig config_;
 };
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -1,6 +1,6 @@
 // The Python sandbox really contains what it promises to contain. These start real bubblewrap
 // processes, hence the integration label.
-#include "envs/tools/sandbox.h"
+#include "tools/sandbox.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,9 +9,9 @@
 #include <chrono>
 #include <fstream>
 
-#include "envs/tools/rstkit.h"
+#include "tools/rstkit.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 SandboxConfig FastConfig() {
@@ -189,4 +189,4 @@ TEST(SandboxTest, RefusesOversizedOrBinaryCode) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -13,13 +13,13 @@
 
 #include "core/status.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 struct ToolSpec {
   std::string name;         // what the LLM writes as "tool_name"
   std::string family;       // "qa", "arithmetic", "symbolic", "statistics", "code"
   std::string description;  // one or two sentences for the tool list
-  nlohmann::json input_schema = nlohmann::json::object();  // envs/tools/json_schema.h subset
+  nlohmann::json input_schema = nlohmann::json::object();  // tools/json_schema.h subset
   std::vector<nlohmann::json> examples;                    // example "parameters" objects
 };
 
@@ -69,4 +69,4 @@ class FunctionTool : public Tool {
   Fn fn_;
 };
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

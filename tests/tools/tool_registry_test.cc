@@ -1,11 +1,11 @@
-#include "envs/tools/tool_registry.h"
+#include "tools/tool_registry.h"
 
 #include <gtest/gtest.h>
 
-#include "envs/tools/calculator_tools.h"
-#include "envs/tools/json_schema.h"
+#include "tools/calculator_tools.h"
+#include "tools/json_schema.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 using nlohmann::json;
@@ -190,4 +190,4 @@ TEST(ToolRegistryTest, ExceptionsInToolsBecomeErrors) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -1,4 +1,4 @@
-#include "envs/tools/knowledge_base.h"
+#include "tools/knowledge_base.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/random.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 constexpr int kIndexFormat = 1;  // bump when the schema below changes
@@ -316,4 +316,4 @@ std::string FirstSentences(std::string_view text, int n) {
   return std::string(text);
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -1,9 +1,9 @@
-#include "envs/tools/json_schema.h"
+#include "tools/json_schema.h"
 
 #include <cmath>
 #include <set>
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 using nlohmann::json;
@@ -176,4 +176,4 @@ Status CheckSchema(const json& schema, const std::string& path) {
   return Status::Ok();
 }
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

@@ -1,4 +1,4 @@
-#include "envs/tools/knowledge_base.h"
+#include "tools/knowledge_base.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "envs/tools/rstkit.h"
+#include "tools/rstkit.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -23,7 +23,7 @@ class KnowledgeBaseTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     corpus_ = (dir_ / "corpus.jsonl").string();
-    fs::copy_file(fs::path(ALLOT_TEST_DATA_DIR) / "envs" / "corpus.jsonl", corpus_);
+    fs::copy_file(fs::path(ALLOT_TEST_DATA_DIR) / "tools" / "corpus.jsonl", corpus_);
     config_.corpus = corpus_;
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -143,4 +143,4 @@ TEST(FirstSentencesTest, Abbreviations) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tools
+}  // namespace allot::tools

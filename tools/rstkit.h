@@ -6,11 +6,11 @@
 
 #include "core/config/schema.h"
 #include "core/status.h"
-#include "envs/tools/knowledge_base.h"
-#include "envs/tools/sandbox.h"
-#include "envs/tools/tool_registry.h"
+#include "tools/knowledge_base.h"
+#include "tools/sandbox.h"
+#include "tools/tool_registry.h"
 
-namespace allot::envs::tools {
+namespace allot::tools {
 
 // Config section `tools`.
 struct ToolsConfig {
@@ -41,4 +41,4 @@ Status RegisterCodeTool(ToolRegistry& registry, std::shared_ptr<const Sandbox> s
 // Everything the config enables. Opening the corpus may build its index.
 Result<std::unique_ptr<ToolRegistry>> BuildRstKit(const ToolsConfig& config);
 
-}  // namespace allot::envs::tools
+}  // namespace allot::tools
