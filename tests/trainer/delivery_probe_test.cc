@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <set>
 
@@ -101,8 +102,8 @@ TEST(DeliveryProbeTest, ComparisonFailsAboveTheToleranceNamingUrlAdapterAndSize)
   EXPECT_FALSE(p.Compare(shifted, learner, "http://u:1", "policy-v2").ok());
 }
 
-// A real `allot serve` behind a proxy. From the second published version on, the proxy can
-// acknowledge loads without making them and answer completions for the new name with other
+// A real `allot serve` behind a proxy. From version `first_fault` on, the proxy can acknowledge
+// loads without making them and answer completions for the new name with other
 // weights, as the delivery faults do; it lists the acknowledged names, so the name check of
 // adapter_publisher.h passes and only what the endpoint computes can tell.
 enum class Fault {
@@ -115,7 +116,8 @@ enum class Fault {
 
 class FaultyEndpoint {
  public:
-  FaultyEndpoint(Fault fault, bool pass_sha256) : fault_(fault), pass_sha256_(pass_sha256) {
+  FaultyEndpoint(Fault fault, bool pass_sha256, uint64_t first_fault = 2)
+      : fault_(fault), pass_sha256_(pass_sha256), first_fault_(first_fault) {
     model_dir_ = llm::serve::testing::WriteServableTinyModel("delivery_tiny", 7);
     llm::serve::ServeConfig c;
     c.model = model_dir_;
@@ -159,7 +161,7 @@ class FaultyEndpoint {
     const bool faulty = fault_ != Fault::kNone && fault_ != Fault::kNoPromptLogprobs;
     json body = json::parse(req.body, nullptr, false);
     if (req.path == "/v1/load_lora_adapter" && faulty &&
-        Version(body.value("lora_name", "")) >= 2) {
+        Version(body.value("lora_name", "")) >= first_fault_) {
       std::lock_guard lock(mu_);
       acknowledged_.insert(body["lora_name"].get<std::string>());
       return llm::testing::Reply::Json("Success: LoRA adapter added.");
@@ -219,6 +221,7 @@ class FaultyEndpoint {
 
   Fault fault_;
   bool pass_sha256_;
+  uint64_t first_fault_;
   std::string model_dir_;
   std::unique_ptr<llm::serve::Server> server_;
   int port_ = 0;
@@ -312,36 +315,43 @@ TEST(DeliveryProbeIntegrationTest, AFaithfulEndpointPassesAndTheDifferencesAreLo
   }
 }
 
-void ExpectFailsInTheFirstStep(const Outcome& out, const FaultyEndpoint& ep,
-                               const std::string& what) {
+// Version v is published at the end of step v - 2 (v1 before training): a fault from v2 on must
+// end the run in step 0, with no step ended.
+void ExpectFailsInTheStepOfThePublish(const Outcome& out, const FaultyEndpoint& ep,
+                                      const std::string& what, uint64_t version = 2) {
   ASSERT_FALSE(out.status.ok());
-  EXPECT_EQ(out.steps_ended, 0) << "the run went on past the publish that failed";
+  EXPECT_EQ(out.steps_ended, static_cast<int>(version) - 2)
+      << "the run did not fail in the step that published the faulty version";
   const std::string msg = out.status.message();
+  std::cout << "run failed as it should: " << msg << "\n";
   EXPECT_NE(msg.find(ep.url()), std::string::npos) << msg;
-  EXPECT_NE(msg.find("policy-v2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("policy-v" + std::to_string(version)), std::string::npos) << msg;
   EXPECT_NE(msg.find(what), std::string::npos) << msg;
 }
 
+// From v3 on, so that the previous weights (v2, trained once) are not the base model's (v1's
+// fresh adapter is the identity): the run ends in step 1, which published v3.
 TEST(DeliveryProbeIntegrationTest, PreviousWeightsStillServedFailTheStepOfThePublish) {
-  FaultyEndpoint ep(Fault::kPreviousWeights, /*pass_sha256=*/false);
-  ExpectFailsInTheFirstStep(Train(ep, "delivery_prev", 3), ep, "differ from the learner's");
+  FaultyEndpoint ep(Fault::kPreviousWeights, /*pass_sha256=*/false, /*first_fault=*/3);
+  ExpectFailsInTheStepOfThePublish(Train(ep, "delivery_prev", 3), ep, "differ from the learner's",
+                                   3);
 }
 
 TEST(DeliveryProbeIntegrationTest, TheBaseModelServedFailsTheStepOfThePublish) {
   FaultyEndpoint ep(Fault::kBaseModel, /*pass_sha256=*/false);
-  ExpectFailsInTheFirstStep(Train(ep, "delivery_base", 3), ep, "differ from the learner's");
+  ExpectFailsInTheStepOfThePublish(Train(ep, "delivery_base", 3), ep, "differ from the learner's");
 }
 
 TEST(DeliveryProbeIntegrationTest, AnotherAdapterServedFailsTheStepOfThePublish) {
   FaultyEndpoint ep(Fault::kOtherAdapter, /*pass_sha256=*/false);
-  ExpectFailsInTheFirstStep(Train(ep, "delivery_other", 3), ep, "differ from the learner's");
+  ExpectFailsInTheStepOfThePublish(Train(ep, "delivery_other", 3), ep, "differ from the learner's");
 }
 
 // allot serve names the adapter that decoded by its file's sha256: the previous version's hash
 // is caught before the log-probs are compared.
 TEST(DeliveryProbeIntegrationTest, TheReportedAdapterHashMustBeThePublishedFiles) {
   FaultyEndpoint ep(Fault::kPreviousWeights, /*pass_sha256=*/true);
-  ExpectFailsInTheFirstStep(Train(ep, "delivery_sha", 3), ep, "sha256");
+  ExpectFailsInTheStepOfThePublish(Train(ep, "delivery_sha", 3), ep, "sha256");
 }
 
 TEST(DeliveryProbeIntegrationTest, AnEndpointWithoutPromptLogprobsFailsUnlessTheProbeIsOff) {
