@@ -354,6 +354,25 @@ TEST(DeliveryProbeIntegrationTest, TheReportedAdapterHashMustBeThePublishedFiles
   ExpectFailsInTheStepOfThePublish(Train(ep, "delivery_sha", 3), ep, "sha256");
 }
 
+// Without the probe the same fault passes every name check and training goes on; the per-step
+// rollout-vs-learner difference is where it shows: float rounding while the endpoint samples
+// with the learner's weights, then a jump in the step whose rollouts the stale weights sampled.
+TEST(DeliveryProbeIntegrationTest, WithoutTheProbeTheRolloutDifferenceJumpsAtTheFault) {
+  FaultyEndpoint ep(Fault::kPreviousWeights, /*pass_sha256=*/false, /*first_fault=*/3);
+  Outcome out = Train(ep, "delivery_prev_unprobed", 3, /*probe_enabled=*/false);
+  ASSERT_TRUE(out.status.ok()) << out.status.message();
+  ASSERT_EQ(out.metrics.size(), 3u);
+  auto diff = [&](size_t step) {
+    return out.metrics[step].value("delivery/rollout_logprob_abs_diff", -1.0);
+  };
+  EXPECT_GE(diff(0), 0.0);
+  EXPECT_LT(diff(0), 1e-4);  // v1 sampled, v1 trained
+  EXPECT_LT(diff(1), 1e-4);  // v2 sampled, v2 trained
+  EXPECT_GT(diff(2), 1e-2);  // "v3" sampled by v2's weights, v3 trained
+  std::cout << "rollout |log-prob diff| per step: " << diff(0) << " " << diff(1) << " " << diff(2)
+            << "\n";
+}
+
 TEST(DeliveryProbeIntegrationTest, AnEndpointWithoutPromptLogprobsFailsUnlessTheProbeIsOff) {
   FaultyEndpoint ep(Fault::kNoPromptLogprobs, /*pass_sha256=*/false);
   Outcome out = Train(ep, "delivery_noplp", 2);
