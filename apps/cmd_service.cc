@@ -8,7 +8,7 @@
 #include "apps/env_catalog.h"
 #include "core/logging.h"
 #include "llm/serve/serve_command.h"
-#include "rollout/allocator_tuning.h"
+#include "rollout/malloc_tuning.h"
 #include "rollout/env.h"
 #include "rollout/worker.h"
 
@@ -91,7 +91,7 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
     rollout::WorkerConfig cfg = loaded.config.rollout.worker;
     if (!wa->listen.empty()) cfg.listen = wa->listen;
     // A worker process runs episodes and gRPC streams only: keep freed pages and one arena
-    // (rollout/allocator_tuning.h has the measurements).
+    // (rollout/malloc_tuning.h has the measurements).
     if (cfg.keep_freed_memory) rollout::KeepFreedMemoryForReuse(/*max_arenas=*/1);
     RegisterAllEnvs(rollout::EnvRegistry::Global());
     Status s = rollout::RunRolloutWorker(cfg, rollout::EnvRegistry::Global());

@@ -13,7 +13,7 @@
 #include "core/progress_bar.h"
 #include "envs/rlot/rlot_recipe.h"
 #include "models/cpu_threads.h"
-#include "rollout/allocator_tuning.h"
+#include "rollout/malloc_tuning.h"
 #include "trainer/dqn/dqn_distributed.h"
 #include "trainer/dqn/dqn_learner.h"
 #include "trainer/dqn/dqn_trainer.h"

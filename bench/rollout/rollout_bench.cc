@@ -29,7 +29,7 @@
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
-#include "rollout/allocator_tuning.h"
+#include "rollout/malloc_tuning.h"
 #include "rollout/dispatcher.h"
 #include "rollout/worker.h"
 
@@ -279,7 +279,7 @@ int RunBench(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // The same process-wide allocator settings as `allot rollout-worker` and a learner that only
-  // streams (the library no longer sets them; rollout/allocator_tuning.h).
+  // streams (the library no longer sets them; rollout/malloc_tuning.h).
   if (argc == 3 && std::strcmp(argv[1], "--worker") == 0) {
     allot::rollout::KeepFreedMemoryForReuse(/*max_arenas=*/1);
     return allot::rollout::RunWorker(argv[2]);

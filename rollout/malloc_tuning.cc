@@ -1,4 +1,4 @@
-#include "rollout/allocator_tuning.h"
+#include "rollout/malloc_tuning.h"
 
 #include <mutex>
 
