@@ -8,8 +8,8 @@
 #include "apps/env_catalog.h"
 #include "core/logging.h"
 #include "llm/serve/serve_command.h"
-#include "rollout/malloc_tuning.h"
 #include "rollout/env.h"
+#include "rollout/malloc_tuning.h"
 #include "rollout/worker.h"
 
 namespace allot::apps {

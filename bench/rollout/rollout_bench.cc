@@ -29,8 +29,8 @@
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
-#include "rollout/malloc_tuning.h"
 #include "rollout/dispatcher.h"
+#include "rollout/malloc_tuning.h"
 #include "rollout/worker.h"
 
 namespace allot::rollout {
