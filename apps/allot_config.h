@@ -9,10 +9,10 @@
 #include "core/config/schema.h"
 #include "core/run_config.h"
 #include "core/status.h"
+#include "datasets/jsonl_loader.h"
+#include "datasets/sampler.h"
 #include "envs/atlas/atlas_config.h"
 #include "envs/coger/coger_config.h"
-#include "envs/datasets/jsonl_loader.h"
-#include "envs/datasets/sampler.h"
 #include "envs/deeptool/deeptool_config.h"
 #include "envs/r2/r2_config.h"
 #include "envs/rlot/rlot_config.h"
@@ -67,9 +67,9 @@ struct AllotConfig {
   llm::GpuProfile gpu;
   rewards::RewardConfig rewards;
   tools::ToolsConfig tools;
-  envs::datasets::DatasetConfig train_data;
-  envs::datasets::DatasetConfig eval_data;
-  envs::datasets::SamplerConfig sampler;
+  datasets::DatasetConfig train_data;
+  datasets::DatasetConfig eval_data;
+  datasets::SamplerConfig sampler;
   rollout::RolloutConfig rollout;
 
   void Describe(config::Visitor& v) {

@@ -16,7 +16,7 @@
 #include "core/config/node.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 #include "rollout/env.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/grpo_trainer.h"
@@ -144,7 +144,7 @@ Result<std::vector<std::string>> Prompts(const AllotConfig& cfg) {
   if (cfg.train_data.path.empty()) {
     return InvalidArgument("train_data.path: the grpo engine needs prompts (a JSONL dataset)");
   }
-  ALLOT_ASSIGN_OR_RETURN(envs::datasets::Dataset data, envs::datasets::LoadJsonl(cfg.train_data));
+  ALLOT_ASSIGN_OR_RETURN(datasets::Dataset data, datasets::LoadJsonl(cfg.train_data));
   std::vector<std::string> out;
   for (const auto& e : data.examples) {
     out.push_back(nlohmann::json{

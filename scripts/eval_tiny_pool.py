@@ -64,7 +64,7 @@ def prompt(question, context, ask):
 
 
 def full_question(item):
-    """envs/datasets Example::PromptText(): the options as "A) ..." lines after a blank line."""
+    """datasets/ Example::PromptText(): the options as "A) ..." lines after a blank line."""
     q = item["question"]
     if item.get("choices"):
         q += "\n\n" + "\n".join(

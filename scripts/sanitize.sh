@@ -19,7 +19,7 @@ case "$kind" in
   asan)
     mode=address
     dir=${ALLOT_ASAN_BUILD_DIR:-build-asan}
-    targets=${ALLOT_SANITIZE_TARGETS:-"allot_core_tests allot_llm_tests allot_rewards_tests allot_tools_tests allot_envs_tests allot_rollout_tests"}
+    targets=${ALLOT_SANITIZE_TARGETS:-"allot_core_tests allot_llm_tests allot_rewards_tests allot_tools_tests allot_datasets_tests allot_envs_tests allot_rollout_tests"}
     filter=${ALLOT_SANITIZE_FILTER:-}
     ;;
   tsan)

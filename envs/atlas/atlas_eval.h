@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "datasets/example.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/atlas/atlas_config.h"
-#include "envs/datasets/example.h"
-#include "envs/datasets/jsonl_loader.h"
 #include "llm/accounting.h"
 
 namespace allot::envs::atlas {

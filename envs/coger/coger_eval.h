@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "datasets/example.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/coger/coger_config.h"
-#include "envs/datasets/example.h"
-#include "envs/datasets/jsonl_loader.h"
 
 namespace allot::envs::coger {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "envs/datasets/example.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/example.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/deeptool/deeptool_config.h"
 #include "tools/tool_registry.h"
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "envs/datasets/example.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/example.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/r2/r2_config.h"
 #include "envs/runtime/env.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "envs/datasets/example.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/example.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/rlot/rlot_env.h"
 #include "llm/accounting.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/rlot/rlot_config.h"
 #include "llm/endpoint_config.h"
 #include "rewards/prm_reward.h"

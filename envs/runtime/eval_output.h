@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 
 namespace allot::envs::runtime {
 

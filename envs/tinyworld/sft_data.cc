@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "envs/datasets/example.h"
+#include "datasets/example.h"
 #include "envs/tinyworld/formats.h"
 #include "envs/tinyworld/rlot_templates.h"
 
@@ -13,7 +13,7 @@ namespace {
 
 std::string N(int64_t v) { return std::to_string(v); }
 
-// The question as envs/datasets shows it to a model (options as "A) ..." lines).
+// The question as datasets/ shows it to a model (options as "A) ..." lines).
 std::string FullQuestion(const TaskItem& item) {
   datasets::Example ex;
   ex.question = item.question;

@@ -1,5 +1,5 @@
 // One tiny-world problem with its reference solution, written as one JSONL line that
-// envs/datasets' loader reads (question, answer, choices, solution; the rest lands in extra).
+// datasets/' loader reads (question, answer, choices, solution; the rest lands in extra).
 #pragma once
 
 #include <nlohmann/json.hpp>

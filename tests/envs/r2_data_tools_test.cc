@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/r2/decomposition_score.h"
 #include "envs/r2/grouped_search.h"
 #include "envs/r2/subtask_difficulty.h"

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/sha256.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/tinyworld/arithmetic_tasks.h"
 #include "math/expr_parser.h"
 #include "tests/envs/tinyworld_test_world.h"

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/atomic_file.h"
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 #include "envs/tinyworld/formats.h"
 #include "envs/tinyworld/rlot_templates.h"
 #include "tests/envs/tinyworld_test_world.h"

@@ -217,9 +217,8 @@ Result<envs::rlot::ChooserFactory> RlotChooser(const std::string& run, const std
 }  // namespace
 
 int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::RlotEnvConfig& env,
-                const std::vector<envs::datasets::Example>& problems,
-                const NavigatorEvalOptions& options, const std::string& method,
-                const std::string& json_out) {
+                const std::vector<datasets::Example>& problems, const NavigatorEvalOptions& options,
+                const std::string& method, const std::string& json_out) {
   // The CoT baselines need no navigator (RLoT Sec. 4.1).
   const bool cot = envs::rlot::IsChainOfThoughtMethod(method);
   auto chooser = cot ? Result<envs::rlot::ChooserFactory>(envs::rlot::FixedChooser({}))
@@ -233,7 +232,7 @@ int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::Rlot
     std::cerr << "allot eval: " << rlot.status().message() << "\n";
     return 1;
   }
-  std::vector<envs::datasets::Example> subset = problems;
+  std::vector<datasets::Example> subset = problems;
   if (options.episodes > 0 && subset.size() > static_cast<size_t>(options.episodes)) {
     subset.resize(static_cast<size_t>(options.episodes));
   }

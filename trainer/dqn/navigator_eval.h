@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "envs/datasets/example.h"
+#include "datasets/example.h"
 #include "envs/rlot/rlot_config.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "models/navigator_mlp.h"
@@ -73,8 +73,7 @@ int RunNavigatorEval(const std::string& run_dir_or_checkpoint, const envs::Chain
 // it), "direct" (answer at once), "fixed:<block>-<block>..." (a fixed block sequence, e.g.
 // fixed:reason-reason-refine), or the CoT baselines "cot" and "cot-sc" (rlot_eval.h). `env` is complete (rlot_recipe.h). Returns the exit code.
 int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::RlotEnvConfig& env,
-                const std::vector<envs::datasets::Example>& problems,
-                const NavigatorEvalOptions& options, const std::string& method,
-                const std::string& json_out = "");
+                const std::vector<datasets::Example>& problems, const NavigatorEvalOptions& options,
+                const std::string& method, const std::string& json_out = "");
 
 }  // namespace allot::trainer

@@ -14,9 +14,9 @@
 
 #include "core/config/schema.h"
 #include "core/status.h"
-#include "envs/datasets/example.h"
+#include "datasets/example.h"
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 
 // Where each Example field comes from. Every entry is a list of candidate keys, tried in
 // order; a key may be a dotted path into nested objects ("question.stem").
@@ -106,4 +106,4 @@ Result<Example> ParseExample(std::string_view line, const FieldMapping& mapping,
 // empty when there is none.
 std::string LastBoxed(std::string_view text);
 
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets

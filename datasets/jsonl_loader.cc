@@ -1,13 +1,13 @@
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 
 #include <algorithm>
 #include <fstream>
 #include <set>
 
 #include "core/random.h"
-#include "envs/datasets/sampler.h"
+#include "datasets/sampler.h"
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 namespace {
 
 using nlohmann::json;
@@ -327,4 +327,4 @@ Result<Dataset> LoadJsonl(const DatasetConfig& config) {
   return ds;
 }
 
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <set>
 
-#include "envs/datasets/jsonl_loader.h"
-#include "envs/datasets/sampler.h"
+#include "datasets/jsonl_loader.h"
+#include "datasets/sampler.h"
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 namespace {
 
 std::string DataPath(const std::string& name) {
-  return std::string(ALLOT_TEST_DATA_DIR) + "/envs/datasets/" + name;
+  return std::string(ALLOT_TEST_DATA_DIR) + "/datasets/" + name;
 }
 
 Dataset Load(const std::string& preset, const std::string& file = "") {
@@ -265,4 +265,4 @@ TEST(ShardedSamplerTest, RejectsImpossibleShards) {
 }
 
 }  // namespace
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets

@@ -15,7 +15,7 @@
 #include "core/config/schema.h"
 #include "core/status.h"
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 
 // Config section `sampler`.
 struct SamplerConfig {
@@ -72,4 +72,4 @@ class ShardedSampler {
   std::vector<size_t> order_;  // EpochOrder(cursor_.epoch), cached
 };
 
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 
 struct Example {
   std::string id;        // the dataset's id, or "<file>:<line>" when it has none
@@ -35,4 +35,4 @@ struct Example {
   }
 };
 
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets

@@ -1,8 +1,8 @@
-#include "envs/datasets/sampler.h"
+#include "datasets/sampler.h"
 
 #include "core/random.h"
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 
 ShardedSampler::ShardedSampler(size_t n, SamplerConfig config) : n_(n), config_(std::move(config)) {
   const size_t shards = static_cast<size_t>(config_.world_size * config_.num_workers);
@@ -106,4 +106,4 @@ Status ShardedSampler::LoadState(const nlohmann::json& s) {
   return Status::Ok();
 }
 
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets

@@ -1,9 +1,9 @@
 // Field mappings of the dataset formats used by the papers. The shapes are those of the
-// public releases (HF datasets JSONL exports); see tests/testdata/envs/datasets/ for a few
+// public releases (HF datasets JSONL exports); see tests/testdata/datasets/ for a few
 // invented lines of each.
-#include "envs/datasets/jsonl_loader.h"
+#include "datasets/jsonl_loader.h"
 
-namespace allot::envs::datasets {
+namespace allot::datasets {
 
 std::vector<std::string> PresetNames() {
   return {"gsm8k",       "math",   "math500",    "commonsenseqa", "medqa", "mawps",
@@ -137,4 +137,4 @@ Result<FieldMapping> PresetMapping(std::string_view preset) {
   return m;
 }
 
-}  // namespace allot::envs::datasets
+}  // namespace allot::datasets
