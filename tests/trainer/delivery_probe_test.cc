@@ -102,6 +102,42 @@ TEST(DeliveryProbeTest, ComparisonFailsAboveTheToleranceNamingUrlAdapterAndSize)
   EXPECT_FALSE(p.Compare(shifted, learner, "http://u:1", "policy-v2").ok());
 }
 
+// The previous weights under the new name, after an update too small for the tolerance (one
+// bfloat16 update at lr 1e-5 moved the probe by 0.008-0.03 on an H200, under 0.05): the reply
+// matches the learner's log-probs at the previous publish and fails; rounding noise of another
+// engine larger than the update does not.
+TEST(DeliveryProbeTest, AReplyThatMatchesThePreviousPublishFailsWithinTheTolerance) {
+  models::ByteTokenizer tok;
+  DeliveryProbe p(0.05);
+  ASSERT_TRUE(p.Draw(tok, {"abcdefghi"}, 1, 9, 255).ok());
+  std::vector<double> previous, learner;
+  for (int i = 0; i < 8; ++i) {
+    previous.push_back(-1.0 - 0.5 * i);
+    learner.push_back(previous.back() + (i % 2 ? 0.01 : -0.01));  // the update: 0.01 per token
+  }
+  // Stale: the reply is the previous weights' exactly. Within the tolerance, but it fails.
+  auto stale =
+      p.Compare(Served(p.tokens(), previous), learner, "http://u:1", "policy-v3", previous);
+  ASSERT_FALSE(stale.ok());
+  const std::string msg = stale.status().message();
+  EXPECT_NE(msg.find("http://u:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("policy-v3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("previous"), std::string::npos) << msg;
+  // Without the previous publish's log-probs (the first publish) only the tolerance judges.
+  EXPECT_TRUE(p.Compare(Served(p.tokens(), previous), learner, "http://u:1", "policy-v3").ok());
+  // Delivered: the reply is the new weights' exactly, or with an engine's rounding noise
+  // (0.02 per token, twice the update) that leaves it no nearer the previous weights.
+  EXPECT_TRUE(
+      p.Compare(Served(p.tokens(), learner), learner, "http://u:1", "policy-v3", previous).ok());
+  std::vector<double> noisy;
+  for (int i = 0; i < 8; ++i) noisy.push_back(learner[i] + (i % 4 < 2 ? 0.02 : -0.02));
+  auto ok = p.Compare(Served(p.tokens(), noisy), learner, "http://u:1", "policy-v3", previous);
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+  // An update that moved nothing: both distances tie and the reply passes.
+  EXPECT_TRUE(
+      p.Compare(Served(p.tokens(), previous), previous, "http://u:1", "policy-v3", previous).ok());
+}
+
 // A real `allot serve` behind a proxy. From version `first_fault` on, the proxy can acknowledge
 // loads without making them and answer completions for the new name with other
 // weights, as the delivery faults do; it lists the acknowledged names, so the name check of

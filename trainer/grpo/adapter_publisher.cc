@@ -58,8 +58,8 @@ Status AdapterPublisher::ProbeDelivery(models::CausalLMImpl& model, uint64_t ver
   const std::string name = AdapterName(version);
   ALLOT_ASSIGN_OR_RETURN(std::string sha,
                          Sha256File(AdapterDir(version) + "/adapter_model.safetensors"));
-  ALLOT_ASSIGN_OR_RETURN(
-      ProbeResult r, options_.probe->Check(*client_, options_.endpoint, url(), name, model, sha));
+  ALLOT_ASSIGN_OR_RETURN(ProbeResult r, options_.probe->Check(*client_, options_.endpoint, url(),
+                                                              name, model, sha, last_learner_));
   ProbeReport report{.adapter = name,
                      .max_abs_diff = r.max_abs_diff,
                      .mean_abs_diff = r.mean_abs_diff,

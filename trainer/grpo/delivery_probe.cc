@@ -62,7 +62,7 @@ std::vector<double> DeliveryProbe::LearnerLogprobs(models::CausalLMImpl& model) 
 
 Result<ProbeResult> DeliveryProbe::Compare(
     const std::vector<std::optional<llm::TopLogprob>>& served, std::vector<double> learner,
-    const std::string& url, const std::string& adapter) const {
+    const std::string& url, const std::string& adapter, const std::vector<double>& previous) const {
   const std::string where =
       "grpo: delivery probe: policy endpoint " + url + ", adapter '" + adapter + "'";
   if (served.empty()) {
@@ -77,8 +77,9 @@ Result<ProbeResult> DeliveryProbe::Compare(
                                 where, served.size(), tokens_.size()));
   }
   ProbeResult out;
-  double sum = 0.0;
+  double sum = 0.0, sum_previous = 0.0;
   size_t worst = 0;
+  const bool has_previous = previous.size() == learner.size() && !previous.empty();
   for (size_t t = 1; t < tokens_.size(); ++t) {
     if (!served[t].has_value()) {
       return DataLoss(fmt::format("{}: prompt_logprobs[{}] is null", where, t));
@@ -93,6 +94,7 @@ Result<ProbeResult> DeliveryProbe::Compare(
                                   served[t]->logprob, learner[t - 1]));
     }
     sum += d;
+    if (has_previous) sum_previous += std::abs(served[t]->logprob - previous[t - 1]);
     if (d > out.max_abs_diff) {
       out.max_abs_diff = d;
       worst = t;
@@ -108,6 +110,16 @@ Result<ProbeResult> DeliveryProbe::Compare(
         "another adapter under this name)",
         where, out.mean_abs_diff, tokens_.size() - 1, out.max_abs_diff, worst, tolerance_));
   }
+  // The previous weights: the reply sits clearly nearer the learner's log-probs at the last
+  // publish than the ones just published (an update that moved nothing ties and passes).
+  const double mean_previous = sum_previous / static_cast<double>(tokens_.size() - 1);
+  if (has_previous && mean_previous < 0.5 * out.mean_abs_diff) {
+    return Unavailable(fmt::format(
+        "{}: the served log-probs of the probe match the weights of the previous publish (mean "
+        "difference {:.3g}) better than the weights just published ({:.3g}, within the "
+        "tolerance {:.3g}): the endpoint keeps the previous weights under the new name",
+        where, mean_previous, out.mean_abs_diff, tolerance_));
+  }
   out.learner = std::move(learner);
   return out;
 }
@@ -115,7 +127,8 @@ Result<ProbeResult> DeliveryProbe::Compare(
 Result<ProbeResult> DeliveryProbe::Check(llm::Client& client, const std::string& endpoint,
                                          const std::string& url, const std::string& adapter,
                                          models::CausalLMImpl& model,
-                                         const std::string& published_sha256) const {
+                                         const std::string& published_sha256,
+                                         const std::vector<double>& previous) const {
   llm::CompletionRequest req;
   req.model = adapter;
   req.prompt_token_ids.assign(tokens_.begin(), tokens_.end());
@@ -134,7 +147,8 @@ Result<ProbeResult> DeliveryProbe::Check(llm::Client& client, const std::string&
                        ", but the published adapter_model.safetensors has sha256 " +
                        published_sha256 + ": it decodes with other weights");
   }
-  return Compare(reply->choices.front().prompt_logprobs, LearnerLogprobs(model), url, adapter);
+  return Compare(reply->choices.front().prompt_logprobs, LearnerLogprobs(model), url, adapter,
+                 previous);
 }
 
 }  // namespace allot::trainer::grpo

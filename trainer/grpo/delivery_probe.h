@@ -21,7 +21,14 @@
 // float16 2e-2 and bfloat16 5e-2 (half-precision rounding of the hidden states moves a token's
 // log-prob by 1e-2 or so). They are to be checked against measurements on a GPU. A fault shows
 // only when the update moved the probe's log-probs by more than the tolerance: the
-// `delivery/probe_step_change` metric reports how far each update moved them.
+// `delivery/probe_step_change` metric reports how far each update moved them. Measured on an
+// H200 in bfloat16 (docs/benchmarks.md, 2026-11-28): allot serve and the learner agree exactly
+// (difference 0), while one update at lr 1e-5 moves the probe by only 0.008-0.03, under the
+// bfloat16 tolerance. So the probe also compares the reply with the learner's log-probs at the
+// previous publish: a reply that matches those clearly better (at less than half the distance)
+// than the weights just published comes from the previous weights, whatever the tolerance.
+// Rounding noise of another engine moves both distances alike and does not trip it; a fault
+// shows once an update moves the probe by more than that noise.
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -74,15 +81,19 @@ class DeliveryProbe {
   // Asks `endpoint` (at `url`, for messages) for the probe's prompt_logprobs under `adapter`
   // and compares them with `model`'s; `published_sha256` is the published
   // adapter_model.safetensors' digest, checked against the reply's adapter_sha256 when the
-  // endpoint sends one. Fails naming the URL, the adapter and the size of the difference.
+  // endpoint sends one. `previous`: the learner's log-probs at the previous publish (empty at
+  // the first), for the previous-weights check above. Fails naming the URL, the adapter and
+  // the size of the difference.
   Result<ProbeResult> Check(llm::Client& client, const std::string& endpoint,
                             const std::string& url, const std::string& adapter,
-                            models::CausalLMImpl& model, const std::string& published_sha256) const;
+                            models::CausalLMImpl& model, const std::string& published_sha256,
+                            const std::vector<double>& previous = {}) const;
 
   // The comparison alone: `served` is a reply's prompt_logprobs (entry 0 is not read).
   Result<ProbeResult> Compare(const std::vector<std::optional<llm::TopLogprob>>& served,
                               std::vector<double> learner, const std::string& url,
-                              const std::string& adapter) const;
+                              const std::string& adapter,
+                              const std::vector<double>& previous = {}) const;
 
  private:
   double tolerance_;
