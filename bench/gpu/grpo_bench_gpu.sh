@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GRPO update throughput on a GPU: allot against transformers + PEFT (the GPU issue, part 3:
-# tokens/s, MFU and peak memory; aim 1.5x the HF+PEFT baseline and 40% MFU).
+# GRPO update throughput on a GPU: allot against transformers + PEFT (tokens/s, MFU and peak
+# memory; aim 1.5x the HF+PEFT baseline and 40% MFU).
 #
 #   bench/gpu/grpo_bench_gpu.sh BUILD OUT     (BUILD: a -DALLOT_WITH_CUDA=ON build with the
 #                                              allot_grpo_bench target built)
@@ -20,7 +20,7 @@
 #   b      qwen2-1.5b, the same batch
 #   c      qwen2-1.5b, 1 prompt x group 2, prompt 256, completions 16,128 (16,384 tokens each),
 #          gradient checkpointing on both sides
-#   d      qwen3-4b, as c: the issue's third size and the anchor's workload (prime-rl: about 6.2k
+#   d      qwen3-4b, as c: the third size and the anchor's workload (prime-rl: about 6.2k
 #          tokens/s at 21.7% MFU in its LoRA count, LoRA r 16, 16k sequences, one H100)
 #   e      qwen3-0.6b, the batch of a
 # A case without checkpointing in which either side fails (out of memory, most likely) runs again

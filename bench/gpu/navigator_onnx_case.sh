@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The navigator's ONNX parity case (GPU issue, part 2), made on a CPU build with libonnx: the
+# The navigator's ONNX parity case, made on a CPU build with libonnx: the
 # GPU build has ONNX export switched off, so the ONNX file and allot's reference Q-values are
 # made here and bench/gpu/parity.py --onnx DIR checks them with onnxruntime there.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""allot against the reference implementations (GPU issue, part 2).
+"""allot against the reference implementations.
 
     parity.py [--device cuda|cpu] [--attn sdpa|eager] [--onnx NAVDIR] DIR...
 
@@ -20,14 +20,14 @@ build, whose attention is the eager formula (scores in the weight dtype, softmax
 
 Criteria (the process exits 1 when one fails or when any stage could not run):
   - float32, base and LoRA: max |allot - transformers| < 1e-4 (float32 rounding is ~1e-6);
-  - bfloat16 with the LoRA adapter: max |allot - transformers+PEFT| < 1e-3 (the issue's);
+  - bfloat16 with the LoRA adapter: max |allot - transformers+PEFT| < 1e-3;
   - PEFT read adapter_config.json as allot meant it (r, alpha, dropout, scaling) and loaded
     every tensor of adapter_model.safetensors unchanged;
   - --onnx NAVDIR (bench/gpu/navigator_onnx_case.sh): onnxruntime runs DIR/navigator.onnx on
     the stored states, and its Q-values match allot's (LibTorch and the plain C++ navigator)
     within 1e-5 on the CPU provider (1e-4 on CUDA) with the same greedy action wherever the
     reference's top two Q-values are further apart than that.
-bfloat16 without the adapter is reported, not judged (the issue asks for the figure).
+bfloat16 without the adapter is reported, not judged (the figure is wanted, not a bound).
 
 Output: one JSON object per line, then a table; all flushed as it goes.
 """
@@ -46,7 +46,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 FP32_TOL = 1e-4
-LORA_BF16_TOL = 1e-3  # the issue's criterion
+LORA_BF16_TOL = 1e-3  # bf16 parity criterion
 NAV_TOL = {"CPUExecutionProvider": 1e-5, "CUDAExecutionProvider": 1e-4}
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# allot against transformers, PEFT and onnxruntime (GPU issue, part 2), on the GPU machine.
+# allot against transformers, PEFT and onnxruntime, on the GPU machine.
 #
 #   bench/gpu/parity.sh BUILD_DIR OUT [NAVIGATOR_CASE]
 #       (NAVIGATOR_CASE defaults to .gpu/navigator, made by navigator_onnx_case.sh on

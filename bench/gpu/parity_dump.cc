@@ -1,4 +1,4 @@
-// Parity cases for the reference implementations (GPU issue, part 2): what allot computes, written
+// Parity cases for the reference implementations: what allot computes, written
 // where bench/gpu/parity.py can hold it against transformers, PEFT and onnxruntime.
 //
 //   allot_parity_dump --family qwen2|qwen3|llama --out DIR [--device cpu|cuda] [--seed S]
@@ -47,7 +47,7 @@ struct Args {
   uint64_t seed = 1;
 };
 
-// Shapes of the issue's "small random model": 8 query heads sharing 2 key/value heads (GQA).
+// Shapes of a small random model: 8 query heads sharing 2 key/value heads (GQA).
 models::TransformerConfig ParityConfig(const std::string& family) {
   models::TransformerConfig c;
   c.vocab_size = 2000;

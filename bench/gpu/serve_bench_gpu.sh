@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `allot serve` decode throughput on a GPU against transformers' generate, same model, same
-# batch sizes (the issue's "decode tokens/s at 1, 32 and 256 concurrent requests").
+# batch sizes: decode tokens/s at 1, 32 and 256 concurrent requests.
 #
 #   bench/gpu/serve_bench_gpu.sh BUILD OUT      (BUILD: a -DALLOT_WITH_CUDA=ON build with the
 #                                                allot_serve_bench target built)

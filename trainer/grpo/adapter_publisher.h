@@ -1,4 +1,4 @@
-// Policy sync with proof of delivery (issue 12 part 5; design.md: LoRA sync goes by adapter only).
+// Policy sync with proof of delivery (design.md: LoRA sync goes by adapter only).
 //
 // After each update the learner writes the adapter in PEFT format as a new version under
 // `root`/v<N>, loads it into the policy endpoint with /v1/load_lora_adapter under the name
