@@ -97,10 +97,13 @@ std::string WorkerMetrics::Render(int64_t in_flight, int64_t unacked, int64_t ca
   out += "# HELP allot_worker_unacked_trajectories Finished, waiting for the learner's ack.\n";
   out += "# TYPE allot_worker_unacked_trajectories gauge\n";
   out += fmt::format("allot_worker_unacked_trajectories {}\n", unacked);
+  out += "# HELP allot_worker_capacity Episodes held at once, from acceptance to the ack.\n";
   out += "# TYPE allot_worker_capacity gauge\n";
   out += fmt::format("allot_worker_capacity {}\n", capacity);
+  out += "# HELP allot_worker_draining 1 while draining after SIGTERM, else 0.\n";
   out += "# TYPE allot_worker_draining gauge\n";
   out += fmt::format("allot_worker_draining {}\n", draining ? 1 : 0);
+  out += "# HELP allot_worker_policy_version Policy weights version last applied (0: none).\n";
   out += "# TYPE allot_worker_policy_version gauge\n";
   out += fmt::format("allot_worker_policy_version {}\n", policy_version);
   std::lock_guard<std::mutex> lock(mu_);
@@ -135,11 +138,13 @@ std::string WorkerMetrics::Render(int64_t in_flight, int64_t unacked, int64_t ca
     out += fmt::format("allot_worker_endpoint_latency_seconds_count{{endpoint=\"{}\"}} {}\n",
                        Label(name), e.calls);
   }
+  out += "# HELP allot_worker_endpoint_tokens_total Prompt plus completion tokens by endpoint.\n";
   out += "# TYPE allot_worker_endpoint_tokens_total counter\n";
   for (const auto& [name, e] : endpoints_) {
     out += fmt::format("allot_worker_endpoint_tokens_total{{endpoint=\"{}\"}} {}\n", Label(name),
                        e.tokens);
   }
+  out += "# HELP allot_worker_endpoint_cost_usd_total Dollars spent by endpoint.\n";
   out += "# TYPE allot_worker_endpoint_cost_usd_total counter\n";
   for (const auto& [name, e] : endpoints_) {
     out += fmt::format("allot_worker_endpoint_cost_usd_total{{endpoint=\"{}\"}} {}\n", Label(name),

@@ -127,6 +127,7 @@ void Engine::Loop() {
     {
       std::unique_lock lock(mu_);
       if (batch.empty()) {
+        metrics_->SetQueue(0, static_cast<int64_t>(queue_.size()));  // idle: nothing running
         cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
         if (stop_) break;
         if (options_.batch_wait_ms > 0 && queued_sequences_ < options_.max_batch) {

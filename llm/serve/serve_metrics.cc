@@ -96,32 +96,34 @@ std::string ServeMetrics::Render() const {
   auto head = [&](const char* name, const char* type, const char* help) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   };
-  head("allot:http_requests_total", "counter", "HTTP requests by endpoint and status code.");
+  head("allot_serve_http_requests_total", "counter", "HTTP requests by endpoint and status code.");
   for (const auto& [key, n] : requests_) {
-    out += "allot:http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+    out += "allot_serve_http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
   }
-  head("allot:prompt_tokens_total", "counter", "Prompt tokens processed.");
-  out += "allot:prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
-  head("allot:generation_tokens_total", "counter", "Tokens generated.");
-  out += "allot:generation_tokens_total " + std::to_string(generation_tokens_) + "\n";
-  head("allot:num_requests_running", "gauge", "Sequences in the batch being decoded.");
-  out += "allot:num_requests_running " + std::to_string(running_) + "\n";
-  head("allot:num_requests_waiting", "gauge", "Requests queued for the next batch.");
-  out += "allot:num_requests_waiting " + std::to_string(waiting_) + "\n";
-  head("allot:batches_total", "counter", "Decode steps run.");
-  out += "allot:batches_total " + std::to_string(batches_) + "\n";
-  head("allot:batched_requests_total", "counter",
+  head("allot_serve_prompt_tokens_total", "counter", "Prompt tokens processed.");
+  out += "allot_serve_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  head("allot_serve_generation_tokens_total", "counter", "Tokens generated.");
+  out += "allot_serve_generation_tokens_total " + std::to_string(generation_tokens_) + "\n";
+  head("allot_serve_num_requests_running", "gauge", "Sequences in the batch being decoded.");
+  out += "allot_serve_num_requests_running " + std::to_string(running_) + "\n";
+  head("allot_serve_num_requests_waiting", "gauge", "Requests queued for the next batch.");
+  out += "allot_serve_num_requests_waiting " + std::to_string(waiting_) + "\n";
+  head("allot_serve_batches_total", "counter", "Decode steps run.");
+  out += "allot_serve_batches_total " + std::to_string(batches_) + "\n";
+  head("allot_serve_batched_requests_total", "counter",
        "Sum over decode steps of the requests in steps that two or more requests shared.");
-  out += "allot:batched_requests_total " + std::to_string(batched_requests_) + "\n";
-  head("allot:batch_requests", "histogram", "Requests per decode step.");
-  batch_requests_.Render("allot:batch_requests", &out);
-  head("allot:batch_sequences", "histogram", "Sequences (requests times n) per decode step.");
-  batch_sequences_.Render("allot:batch_sequences", &out);
-  head("allot:time_to_first_token_seconds", "histogram", "Time from arrival to the first token.");
-  ttft_.Render("allot:time_to_first_token_seconds", &out);
-  head("allot:e2e_request_latency_seconds", "histogram", "Time from arrival to the last token.");
-  latency_.Render("allot:e2e_request_latency_seconds", &out);
+  out += "allot_serve_batched_requests_total " + std::to_string(batched_requests_) + "\n";
+  head("allot_serve_batch_requests", "histogram", "Requests per decode step.");
+  batch_requests_.Render("allot_serve_batch_requests", &out);
+  head("allot_serve_batch_sequences", "histogram", "Sequences (requests times n) per decode step.");
+  batch_sequences_.Render("allot_serve_batch_sequences", &out);
+  head("allot_serve_time_to_first_token_seconds", "histogram",
+       "Time from arrival to the first token.");
+  ttft_.Render("allot_serve_time_to_first_token_seconds", &out);
+  head("allot_serve_e2e_request_latency_seconds", "histogram",
+       "Time from arrival to the last token.");
+  latency_.Render("allot_serve_e2e_request_latency_seconds", &out);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // The server's Prometheus metrics (text exposition format 0.0.4), named after vLLM's where a
-// vLLM metric exists (vllm:num_requests_running -> allot:num_requests_running, ...).
+// vLLM metric exists (vllm:num_requests_running -> allot_serve_num_requests_running, ...; a
+// colon is for recording rules, and promtool check metrics refuses it in an exported name).
 //
 // Thread-safe: the HTTP threads and the scheduler update it concurrently.
 #pragma once

@@ -413,11 +413,11 @@ TEST_F(ServeTest, MetricsCountRequestsAndTokens) {
   EXPECT_EQ(server_->metrics().requests("/v1/completions", 200), before + 1);
   EXPECT_EQ(server_->metrics().generation_tokens(), tokens + 3);
   const std::string line =
-      "allot:http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} " +
+      "allot_serve_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} " +
       std::to_string(before + 1);
   EXPECT_NE(m.body.find(line), std::string::npos) << m.body;
-  EXPECT_NE(m.body.find("allot:time_to_first_token_seconds_count"), std::string::npos);
-  EXPECT_NE(m.body.find("allot:batch_sequences_bucket{le=\"+Inf\"}"), std::string::npos);
+  EXPECT_NE(m.body.find("allot_serve_time_to_first_token_seconds_count"), std::string::npos);
+  EXPECT_NE(m.body.find("allot_serve_batch_sequences_bucket{le=\"+Inf\"}"), std::string::npos);
 
   // Errors are counted too, by status, and are in the very next scrape.
   const int64_t bad = server_->metrics().requests("/v1/completions", 400);
@@ -425,11 +425,12 @@ TEST_F(ServeTest, MetricsCountRequestsAndTokens) {
   ASSERT_EQ(Post(port_, "/v1/completions", json{{"prompt", "m"}, {"n", 0}}).status, 400);
   ASSERT_EQ(Get(port_, "/v1/nowhere").status, 404);
   m = Get(port_, "/metrics");
-  EXPECT_NE(m.body.find("allot:http_requests_total{endpoint=\"/v1/completions\",status=\"400\"} " +
-                        std::to_string(bad + 1)),
-            std::string::npos)
+  EXPECT_NE(
+      m.body.find("allot_serve_http_requests_total{endpoint=\"/v1/completions\",status=\"400\"} " +
+                  std::to_string(bad + 1)),
+      std::string::npos)
       << m.body;
-  EXPECT_NE(m.body.find("allot:http_requests_total{endpoint=\"other\",status=\"404\"} " +
+  EXPECT_NE(m.body.find("allot_serve_http_requests_total{endpoint=\"other\",status=\"404\"} " +
                         std::to_string(lost + 1)),
             std::string::npos)
       << m.body;
