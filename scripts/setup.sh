@@ -38,6 +38,7 @@ PACKAGES=(
   libonnx-dev                                                # navigator ONNX export
   libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   gnuplot-nox                                                # GRPO runs' reward/cost curve PNG
+  prometheus                          # tests: promtool check metrics, a real scrape of /metrics
 )
 
 step "checking the platform"
