@@ -42,7 +42,7 @@
 #include "envs/rlot/rlot_prompts.h"
 #include "envs/rlot/self_evaluation.h"
 #include "envs/runtime/env.h"
-#include "envs/synthetic/navigator_cache.h"
+#include "envs/runtime/navigator_cache.h"
 #include "llm/endpoint_config.h"
 #include "models/navigator_mlp.h"
 #include "rewards/prm_reward.h"
@@ -92,7 +92,7 @@ class RlotEnv : public runtime::Env {
   // The PRM endpoint built from config (step_scorer: prm): a scorer per episode, accounted.
   rewards::PrmRewardConfig prm_config_;
   std::optional<llm::EndpointConfig> prm_endpoint_;
-  NavigatorCache navigators_{"rlot", kStateDim, kNumLogicBlocks};
+  runtime::NavigatorCache navigators_{"rlot", kStateDim, kNumLogicBlocks};
 };
 
 // env_config (YAML or JSON of RlotEnvConfig) -> env; registers "rlot".

@@ -18,8 +18,8 @@
 
 #include "core/status.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/navigator_cache.h"
 #include "envs/synthetic/chain_mdp.h"
-#include "envs/synthetic/navigator_cache.h"
 #include "models/navigator_mlp.h"
 
 namespace allot::envs {
@@ -37,7 +37,7 @@ class ChainEnv : public runtime::Env {
 
  private:
   const ChainMdpConfig config_;
-  NavigatorCache navigators_;
+  runtime::NavigatorCache navigators_;
 };
 
 // The env_config text that makes a worker build `config` (JSON).

@@ -1,9 +1,9 @@
-#include "envs/synthetic/navigator_cache.h"
+#include "envs/runtime/navigator_cache.h"
 
 #include <cstddef>
 #include <span>
 
-namespace allot::envs {
+namespace allot::envs::runtime {
 
 Result<std::shared_ptr<const models::NavigatorMlp>> NavigatorCache::Get(
     const std::shared_ptr<const runtime::PolicySnapshot>& policy) {
@@ -31,4 +31,4 @@ Result<std::shared_ptr<const models::NavigatorMlp>> NavigatorCache::Get(
   return cached_;
 }
 
-}  // namespace allot::envs
+}  // namespace allot::envs::runtime

@@ -1,5 +1,7 @@
 // The navigator an episode acts with, decoded once per policy version from the Q-net weights
-// the host publishes. Shared by the envs a DQN navigator drives (the chain MDP, RLoT's LLM env).
+// the host publishes. Shared by the envs a DQN navigator drives (the chain MDP, RLoT's LLM env);
+// a library of its own beside the runtime (allot_envs_runtime_navigator), as the navigator's
+// decoder lives in allot_models, which the rest of the runtime does not link.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include "envs/runtime/env.h"
 #include "models/navigator_mlp.h"
 
-namespace allot::envs {
+namespace allot::envs::runtime {
 
 // Thread-safe: episodes of one env share it.
 class NavigatorCache {
@@ -33,4 +35,4 @@ class NavigatorCache {
   std::shared_ptr<const models::NavigatorMlp> cached_;
 };
 
-}  // namespace allot::envs
+}  // namespace allot::envs::runtime
