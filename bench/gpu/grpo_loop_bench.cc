@@ -37,7 +37,7 @@
 #include "core/atomic_file.h"
 #include "core/metrics_writer.h"
 #include "core/status.h"
-#include "models/tokenizer/byte_level.h"
+#include "models/tokenizer/byte_tokenizer.h"
 #include "rollout/env.h"
 #include "tests/trainer/tag_env.h"
 #include "trainer/grpo/grpo_trainer.h"
@@ -133,7 +133,7 @@ Status WriteTokenizer(const std::string& dir) {
     return InvalidArgument(dir + "/config.json: vocab_size " + std::to_string(vocab_size) +
                            " is outside [256, 2^24 + 256]");
   }
-  nlohmann::json vocab = nlohmann::json::object();
+  std::vector<std::pair<std::string, int32_t>> vocab;
   for (int64_t id = 0; id < vocab_size; ++id) {
     std::string bytes;
     if (id < 256) {
@@ -144,32 +144,10 @@ Status WriteTokenizer(const std::string& dir) {
       bytes.push_back(static_cast<char>((k >> 8) & 255));
       bytes.push_back(static_cast<char>(k & 255));
     }
-    vocab[models::BytesToTokenSpelling(bytes)] = id;
+    vocab.emplace_back(std::move(bytes), static_cast<int32_t>(id));
   }
-  const nlohmann::json byte_level = {{"type", "ByteLevel"},
-                                     {"add_prefix_space", false},
-                                     {"trim_offsets", false},
-                                     {"use_regex", false}};
-  const nlohmann::json tokenizer = {{"version", "1.0"},
-                                    {"truncation", nullptr},
-                                    {"padding", nullptr},
-                                    {"added_tokens", nlohmann::json::array()},
-                                    {"normalizer", nullptr},
-                                    {"pre_tokenizer", byte_level},
-                                    {"post_processor", byte_level},
-                                    {"decoder", byte_level},
-                                    {"model",
-                                     {{"type", "BPE"},
-                                      {"dropout", nullptr},
-                                      {"unk_token", nullptr},
-                                      {"continuing_subword_prefix", ""},
-                                      {"end_of_word_suffix", ""},
-                                      {"fuse_unk", false},
-                                      {"byte_fallback", false},
-                                      {"ignore_merges", false},
-                                      {"vocab", vocab},
-                                      {"merges", nlohmann::json::array()}}}};
-  ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/tokenizer.json", tokenizer.dump()));
+  ALLOT_RETURN_IF_ERROR(
+      WriteFileAtomic(dir + "/tokenizer.json", models::ByteLevelBpeJson(vocab, {})));
   const nlohmann::json tokenizer_config = {
       {"chat_template",
        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}};

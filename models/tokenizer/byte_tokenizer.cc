@@ -75,15 +75,22 @@ std::optional<int32_t> ByteTokenizer::TokenId(std::string_view text) const {
 }
 
 std::string ByteTokenizer::ToHuggingFaceJson() const {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(std::string(1, static_cast<char>(b)), b);
+  std::vector<std::pair<int32_t, std::string>> special;
+  for (const auto& t : added_.tokens()) special.emplace_back(t.id, t.content);
+  return ByteLevelBpeJson(vocab, special);
+}
+
+std::string ByteLevelBpeJson(const std::vector<std::pair<std::string, int32_t>>& vocab,
+                             const std::vector<std::pair<int32_t, std::string>>& special) {
   using nlohmann::json;
-  json vocab = json::object();
-  for (int b = 0; b < 256; ++b) {
-    vocab[BytesToTokenSpelling(std::string(1, static_cast<char>(b)))] = b;
-  }
+  json spelled = json::object();
+  for (const auto& [bytes, id] : vocab) spelled[BytesToTokenSpelling(bytes)] = id;
   json added = json::array();
-  for (const auto& t : added_.tokens()) {
-    added.push_back({{"id", t.id},
-                     {"content", t.content},
+  for (const auto& [id, content] : special) {
+    added.push_back({{"id", id},
+                     {"content", content},
                      {"single_word", false},
                      {"lstrip", false},
                      {"rstrip", false},
@@ -111,7 +118,7 @@ std::string ByteTokenizer::ToHuggingFaceJson() const {
                  {"fuse_unk", false},
                  {"byte_fallback", false},
                  {"ignore_merges", false},
-                 {"vocab", vocab},
+                 {"vocab", spelled},
                  {"merges", json::array()}}}};
   return root.dump(2);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/tokenizer/added_tokens.h"
@@ -36,5 +37,11 @@ class ByteTokenizer final : public Tokenizer {
  private:
   AddedVocabulary added_;
 };
+
+// A Hugging Face tokenizer.json of a byte-level BPE without merges: `vocab` holds each token's
+// raw bytes and id, `special` each special token's id and text. ToHuggingFaceJson() is this
+// with the 256 bytes and the tokenizer's specials.
+std::string ByteLevelBpeJson(const std::vector<std::pair<std::string, int32_t>>& vocab,
+                             const std::vector<std::pair<int32_t, std::string>>& special);
 
 }  // namespace allot::models
