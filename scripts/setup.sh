@@ -39,6 +39,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   gnuplot-nox                                                # GRPO runs' reward/cost curve PNG
   prometheus                          # tests: promtool check metrics, a real scrape of /metrics
+  python3-protobuf                    # tests: TensorBoard events decoded by the protobuf runtime
 )
 
 step "checking the platform"
