@@ -7,7 +7,7 @@
 
 #include "apps/commands.h"
 #include "core/atomic_file.h"
-#include "envs/tinyworld/task_generator.h"
+#include "tinyworld/task_generator.h"
 
 namespace allot::apps {
 namespace {
@@ -40,7 +40,7 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
   tw->require_subcommand(1);
   struct Args {
     std::string out, check;
-    envs::tinyworld::TinyWorldConfig config;
+    tinyworld::TinyWorldConfig config;
   };
   auto a = std::make_shared<Args>();
   CLI::App* gen = tw->add_subcommand(
@@ -73,13 +73,13 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
   gen->add_option("--check", a->check,
                   "a reference manifest.json: exit 1 unless every file matches its sha256");
   gen->callback([=] {
-    auto world = envs::tinyworld::GenerateTinyWorld(a->config);
+    auto world = tinyworld::GenerateTinyWorld(a->config);
     if (!world.ok()) {
       std::cerr << "allot tinyworld generate: " << world.status().ToString() << "\n";
       *exit_code = kExitError;
       return;
     }
-    auto manifest = envs::tinyworld::WriteTinyWorld(*world, a->config, a->out);
+    auto manifest = tinyworld::WriteTinyWorld(*world, a->config, a->out);
     if (!manifest.ok()) {
       std::cerr << "allot tinyworld generate: " << manifest.status().ToString() << "\n";
       *exit_code = kExitError;

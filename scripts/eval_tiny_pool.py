@@ -43,7 +43,7 @@ import urllib.error
 import urllib.request
 
 DIFFICULTIES = ["add1", "add2", "mul21", "mul22", "word", "mul33", "fact", "fact2"]
-# The strings of envs/tinyworld/formats.h and rlot_templates.h.
+# The strings of tinyworld/formats.h and rlot_templates.h.
 ASK = {
     "direct": "Answer directly.",
     "cot": "Think step by step.",

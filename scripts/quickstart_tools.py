@@ -291,7 +291,7 @@ def filter_items(path, keep, what):
 
 def keep_tool_free(paths):
     # RLoT's logic blocks call no tool, and the tiny world taught them only on the items that
-    # need none (envs/tinyworld/sft_data.cc): the items that need the knowledge tool (min_level
+    # need none (tinyworld/sft_data.cc): the items that need the knowledge tool (min_level
     # 4) score 0 under every method and would only add minutes. A data filter, never seen by
     # the navigator.
     for path in paths:

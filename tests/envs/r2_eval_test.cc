@@ -128,8 +128,8 @@ TEST_F(R2EvalTest, RejectsAMethodOutsideThePool) {
   EXPECT_NE(results.status().message().find("huge"), std::string::npos);
 }
 
-// The tiny world's tiers learned envs/tinyworld's "step" layout (each operation asked directly),
-// byte for byte: a subtask is one operation, with "#k" filled from result k's answer.
+// The tiny world's tiers learned the "step" layout of tinyworld/formats.h (each operation asked
+// directly), byte for byte: a subtask is one operation, with "#k" filled from result k's answer.
 TEST_F(R2EvalTest, TinyWorldPromptsRenderTheTiersLayouts) {
   auto env = R2Env::Create(Config("configs/prompts/tinyworld/r2"));
   ASSERT_TRUE(env.ok()) << env.status().ToString();

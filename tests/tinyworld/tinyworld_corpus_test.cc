@@ -7,11 +7,11 @@
 #include <map>
 
 #include "core/atomic_file.h"
-#include "envs/tinyworld/task_generator.h"
-#include "tests/envs/tinyworld_test_world.h"
+#include "tests/tinyworld/tinyworld_test_world.h"
+#include "tinyworld/task_generator.h"
 #include "tools/knowledge_base.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 namespace fs = std::filesystem;
@@ -117,4 +117,4 @@ TEST_F(TinyWorldCorpusTest, NoTestEntityAppearsInTheSftData) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 // CogER App. B.1: <question_level>Lk</question_level>; an L1 answer comes before the tag.
 inline constexpr std::string_view kLevelOpen = "<question_level>";
@@ -91,4 +91,4 @@ std::string PromisingPlanLine(int index, std::string_view reason);
 // "2. text" (R2-Reasoner's numbered decomposition)
 std::string NumberedLine(int index, std::string_view text);
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -14,11 +14,11 @@
 
 #include "core/config/schema.h"
 #include "core/status.h"
-#include "envs/tinyworld/knowledge_world.h"
-#include "envs/tinyworld/sft_data.h"
-#include "envs/tinyworld/task_item.h"
+#include "tinyworld/knowledge_world.h"
+#include "tinyworld/sft_data.h"
+#include "tinyworld/task_item.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 struct TinyWorldConfig {
   int64_t seed = 1;
@@ -81,4 +81,4 @@ std::string SftJsonl(const std::vector<SftRecord>& records);
 Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig& config,
                                    const std::string& dir);
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -1,4 +1,4 @@
-#include "envs/tinyworld/task_generator.h"
+#include "tinyworld/task_generator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,9 +7,9 @@
 
 #include "core/atomic_file.h"
 #include "core/sha256.h"
-#include "envs/tinyworld/arithmetic_tasks.h"
+#include "tinyworld/arithmetic_tasks.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 bool IsNumber(const std::string& s) {
@@ -324,4 +324,4 @@ Result<std::string> WriteTinyWorld(const TinyWorld& world, const TinyWorldConfig
   return text;
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -18,9 +18,9 @@
 #include "core/config/schema.h"
 #include "core/random.h"
 #include "core/status.h"
-#include "envs/tinyworld/task_item.h"
+#include "tinyworld/task_item.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 struct SftRecord {
   std::string prompt;
@@ -122,4 +122,4 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
                                               SplitMix64& rng,
                                               const std::set<std::string>& held_out = {});
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

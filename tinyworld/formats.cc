@@ -1,6 +1,6 @@
-#include "envs/tinyworld/formats.h"
+#include "tinyworld/formats.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 std::string Prompt(std::string_view question, std::string_view context,
                    std::string_view instruction) {
@@ -62,4 +62,4 @@ std::string NumberedLine(int index, std::string_view text) {
   return std::to_string(index) + ". " + std::string(text);
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

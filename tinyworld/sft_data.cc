@@ -1,14 +1,14 @@
-#include "envs/tinyworld/sft_data.h"
+#include "tinyworld/sft_data.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 
 #include "datasets/example.h"
-#include "envs/tinyworld/formats.h"
-#include "envs/tinyworld/rlot_templates.h"
+#include "tinyworld/formats.h"
+#include "tinyworld/rlot_templates.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 std::string N(int64_t v) { return std::to_string(v); }
@@ -414,4 +414,4 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
   return out;
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

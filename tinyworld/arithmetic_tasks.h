@@ -22,9 +22,9 @@
 
 #include "core/random.h"
 #include "core/status.h"
-#include "envs/tinyworld/task_item.h"
+#include "tinyworld/task_item.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 inline constexpr std::string_view kLongBucket = "long";
 
@@ -39,4 +39,4 @@ uint64_t ArithmeticSpace(std::string_view bucket);
 Result<TaskItem> MakeArithmeticItem(std::string_view bucket, SplitMix64& rng,
                                     const std::vector<std::string>& names);
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

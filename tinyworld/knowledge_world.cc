@@ -1,4 +1,4 @@
-#include "envs/tinyworld/knowledge_world.h"
+#include "tinyworld/knowledge_world.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <functional>
 #include <set>
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 std::string N(int64_t v) { return std::to_string(v); }
@@ -303,4 +303,4 @@ Result<TaskItem> FreshNames::Rename(const TaskItem& item) {
   return out;
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

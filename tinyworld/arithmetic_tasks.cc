@@ -1,8 +1,8 @@
-#include "envs/tinyworld/arithmetic_tasks.h"
+#include "tinyworld/arithmetic_tasks.h"
 
 #include <cstdint>
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 std::string N(int64_t v) { return std::to_string(v); }
@@ -238,4 +238,4 @@ Result<TaskItem> MakeArithmeticItem(std::string_view bucket, SplitMix64& rng,
   return InvalidArgument("tiny world: unknown arithmetic bucket '" + std::string(bucket) + "'");
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

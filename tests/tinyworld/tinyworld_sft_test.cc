@@ -1,5 +1,5 @@
 // The SFT data of the tiny models: each format's shape, and that its content is right.
-#include "envs/tinyworld/sft_data.h"
+#include "tinyworld/sft_data.h"
 
 #include <gtest/gtest.h>
 
@@ -11,11 +11,11 @@
 
 #include "core/atomic_file.h"
 #include "datasets/jsonl_loader.h"
-#include "envs/tinyworld/formats.h"
-#include "envs/tinyworld/rlot_templates.h"
-#include "tests/envs/tinyworld_test_world.h"
+#include "tests/tinyworld/tinyworld_test_world.h"
+#include "tinyworld/formats.h"
+#include "tinyworld/rlot_templates.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 std::map<std::string, const TaskItem*> ItemsById() {
@@ -683,4 +683,4 @@ TEST(TinyWorldSftTest, UnknownFormatIsRefused) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

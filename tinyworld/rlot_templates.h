@@ -17,7 +17,7 @@
 #include <string_view>
 #include <utility>
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 struct RlotTemplate {
   std::string_view name;  // the env's template name (configs/prompts/rlot/<name>.txt)
@@ -84,4 +84,4 @@ inline std::string FillRlot(std::string_view tmpl, const std::map<std::string, s
   return out;
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -1,8 +1,8 @@
-#include "envs/tinyworld/task_item.h"
+#include "tinyworld/task_item.h"
 
-#include "envs/tinyworld/formats.h"
+#include "tinyworld/formats.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 std::vector<SolutionStep> TaskItem::AllSteps() const {
   std::vector<SolutionStep> all = steps;
@@ -47,4 +47,4 @@ nlohmann::json TaskItem::ToJson() const {
   return j;
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

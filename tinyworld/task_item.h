@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 // One line of the reference solution. A step either computes (text only) or asks a tool
 // (tool_query and tool_result set; text says what is missing).
@@ -48,4 +48,4 @@ struct TaskItem {
   nlohmann::json ToJson() const;
 };
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -14,14 +14,14 @@
 
 #include "core/atomic_file.h"
 #include "core/sha256.h"
-#include "envs/tinyworld/formats.h"
 #include "models/causal_lm.h"
 #include "models/generation.h"
 #include "models/hf_config.h"
 #include "models/tokenizer/byte_tokenizer.h"
 #include "models/tokenizer/tokenizer.h"
+#include "tinyworld/formats.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 namespace fs = std::filesystem;
@@ -175,4 +175,4 @@ TEST(TinyWorldPoolTest, SmallestTierAnswersInTheTaskFormats) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -1,9 +1,9 @@
 // A small tiny world shared by the tinyworld_* tests: generated once per test binary.
 #pragma once
 
-#include "envs/tinyworld/task_generator.h"
+#include "tinyworld/task_generator.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 inline TinyWorldConfig SmallConfig(int64_t seed = 7) {
   TinyWorldConfig c;
@@ -26,4 +26,4 @@ inline const TinyWorld& SmallWorld() {
   return *world;
 }
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

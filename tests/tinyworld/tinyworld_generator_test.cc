@@ -1,5 +1,5 @@
 // The tiny world's task generator: determinism, split disjointness, correct answers, levels.
-#include "envs/tinyworld/task_generator.h"
+#include "tinyworld/task_generator.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,11 +11,11 @@
 
 #include "core/sha256.h"
 #include "datasets/jsonl_loader.h"
-#include "envs/tinyworld/arithmetic_tasks.h"
 #include "math/expr_parser.h"
-#include "tests/envs/tinyworld_test_world.h"
+#include "tests/tinyworld/tinyworld_test_world.h"
+#include "tinyworld/arithmetic_tasks.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 namespace {
 
 namespace fs = std::filesystem;
@@ -335,4 +335,4 @@ TEST(TinyWorldGeneratorTest, FilesLoadWithTheDatasetLoader) {
 }
 
 }  // namespace
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld

@@ -15,9 +15,9 @@
 #include "core/config/schema.h"
 #include "core/random.h"
 #include "core/status.h"
-#include "envs/tinyworld/task_item.h"
+#include "tinyworld/task_item.h"
 
-namespace allot::envs::tinyworld {
+namespace allot::tinyworld {
 
 struct Town {
   std::string id;    // corpus page id, "town-0007"
@@ -107,4 +107,4 @@ std::vector<std::string> FactBuckets();
 std::vector<TaskItem> AllFactItems(const KnowledgeWorld& world, std::string_view bucket,
                                    std::string_view split);
 
-}  // namespace allot::envs::tinyworld
+}  // namespace allot::tinyworld
