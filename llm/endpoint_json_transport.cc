@@ -1,26 +1,26 @@
-#include "envs/rlot/endpoint_json_transport.h"
+#include "llm/endpoint_json_transport.h"
 
 #include <chrono>
 #include <future>
 
-namespace allot::envs::rlot {
+namespace allot::llm {
 
 namespace {
 
-Result<nlohmann::json> Post(llm::HttpTransport& http, const llm::EndpointConfig& endpoint,
+Result<nlohmann::json> Post(HttpTransport& http, const EndpointConfig& endpoint,
                             const std::string& url, const nlohmann::json& body, double timeout_s) {
-  llm::HttpRequest req;
-  req.method = llm::HttpRequest::Method::kPost;
+  HttpRequest req;
+  req.method = HttpRequest::Method::kPost;
   req.url = url;
   req.headers.push_back("Content-Type: application/json");
   if (!endpoint.api_key.empty()) req.headers.push_back("Authorization: Bearer " + endpoint.api_key);
   req.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   req.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   req.ca_file = endpoint.ca_file;
-  auto promise = std::make_shared<std::promise<llm::HttpResponse>>();
+  auto promise = std::make_shared<std::promise<HttpResponse>>();
   auto future = promise->get_future();
-  http.Send(std::move(req), [promise](llm::HttpResponse&& r) { promise->set_value(std::move(r)); });
-  llm::HttpResponse r = future.get();
+  http.Send(std::move(req), [promise](HttpResponse&& r) { promise->set_value(std::move(r)); });
+  HttpResponse r = future.get();
   if (!r.status.ok()) return Unavailable(url + ": " + r.status.message());
   if (r.http_status < 200 || r.http_status >= 300) {
     std::string msg = r.body.substr(0, 500);
@@ -38,10 +38,9 @@ Result<nlohmann::json> Post(llm::HttpTransport& http, const llm::EndpointConfig&
 
 }  // namespace
 
-rewards::JsonTransport EndpointJsonTransport(std::shared_ptr<llm::HttpTransport> http,
-                                             llm::EndpointConfig endpoint, double timeout_s,
-                                             CallRecorder record, llm::GpuProfile gpu,
-                                             std::string tokenize_path) {
+JsonTransport EndpointJsonTransport(std::shared_ptr<HttpTransport> http, EndpointConfig endpoint,
+                                    double timeout_s, CallRecorder record, GpuProfile gpu,
+                                    std::string tokenize_path) {
   std::string base = endpoint.base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (base.size() >= 3 && base.compare(base.size() - 3, 3, "/v1") == 0)
@@ -51,7 +50,7 @@ rewards::JsonTransport EndpointJsonTransport(std::shared_ptr<llm::HttpTransport>
     const auto start = std::chrono::steady_clock::now();
     Result<nlohmann::json> reply = Post(*http, endpoint, base + path, body, timeout_s);
     if (!record || path == tokenize_path) return reply;
-    llm::CallRecord call;
+    CallRecord call;
     call.endpoint = endpoint.name;
     call.ok = reply.ok();
     call.attempts = 1;
@@ -63,10 +62,10 @@ rewards::JsonTransport EndpointJsonTransport(std::shared_ptr<llm::HttpTransport>
       call.prompt_tokens = u.value("prompt_tokens", int64_t{0});
       call.completion_tokens = u.value("completion_tokens", int64_t{0});
     }
-    llm::PriceCall(endpoint, gpu, call);
+    PriceCall(endpoint, gpu, call);
     record(call);
     return reply;
   };
 }
 
-}  // namespace allot::envs::rlot
+}  // namespace allot::llm
