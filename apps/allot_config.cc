@@ -39,6 +39,8 @@ Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::
   RegisterSecrets(root, false);
   LoadedConfig loaded;
   loaded.source = path;
+  loaded.overrides = overrides;
+  ALLOT_ASSIGN_OR_RETURN(loaded.local, ExtractLocalParts(root));
   std::vector<std::string> secret_values;
   Status s =
       config::Load(root, loaded.config, &loaded.secret_paths, &secret_values, required_sections);
@@ -50,6 +52,10 @@ Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::
 std::string ResolvedYaml(LoadedConfig& loaded, bool with_docs) {
   return config::ToYaml(loaded.config,
                         {.with_docs = with_docs, .secret_paths = loaded.secret_paths});
+}
+
+Result<std::string> RecipeYaml(LoadedConfig& loaded) {
+  return WithLocalParts(ResolvedYaml(loaded), loaded.local);
 }
 
 Result<std::string> FindRecipe(const std::string& name_or_path) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/local_parts.h"
 #include "core/config/schema.h"
 #include "core/run_config.h"
 #include "core/status.h"
@@ -97,6 +98,8 @@ struct LoadedConfig {
   AllotConfig config;
   std::map<std::string, std::string> secret_paths;  // values from ${ENV}: printed as ${VAR}
   std::string source;                               // the file it came from
+  std::vector<std::string> overrides;               // the --set assignments applied
+  LocalPartsConfig local;  // endpoints[i].serve, rollout.local_workers (apps/local_parts.h)
 };
 
 // Loads a recipe file, applies `--set` overrides, binds and validates. A required key
@@ -106,8 +109,10 @@ struct LoadedConfig {
 Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::string>& overrides,
                                 const std::vector<std::string>* required_sections = nullptr);
 
-// The resolved config as YAML, secrets redacted.
+// The resolved config as YAML, secrets redacted: what remote workers receive (no local parts).
 std::string ResolvedYaml(LoadedConfig& loaded, bool with_docs = false);
+// ResolvedYaml with the local parts written back (WithLocalParts): a run's config.yaml.
+Result<std::string> RecipeYaml(LoadedConfig& loaded);
 
 // Finds configs/<name>.yaml: a path as given, then $ALLOT_CONFIGS_DIR, ./configs, and the
 // configs/ folder next to the installed or built executable.

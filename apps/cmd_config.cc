@@ -58,7 +58,16 @@ int Print(const ConfigArgs& a) {
     std::cerr << loaded.status().message() << "\n";
     return kExitError;
   }
-  std::cout << ResolvedYaml(*loaded, a.with_docs);
+  if (a.with_docs || loaded->local.empty()) {
+    std::cout << ResolvedYaml(*loaded, a.with_docs);
+    return kExitOk;
+  }
+  auto yaml = RecipeYaml(*loaded);  // with the local parts (no doc comments then)
+  if (!yaml.ok()) {
+    std::cerr << yaml.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << *yaml;
   return kExitOk;
 }
 

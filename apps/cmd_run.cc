@@ -7,9 +7,11 @@
 #include <iostream>
 
 #include "apps/allot_config.h"
+#include "apps/coger_table.h"
 #include "apps/commands.h"
 #include "apps/engines.h"
 #include "apps/learner_ranks.h"
+#include "apps/local_parts.h"
 #include "core/config/node.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
@@ -77,7 +79,8 @@ int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
       **comm, cfg.run.output_dir, cfg.run.name, resume, [&](const RunDirectory& dir) -> Status {
         ALLOT_RETURN_IF_ERROR(SetupLogging(cfg.logging.level, dir.log_path()));
         if (resume) return Status::Ok();
-        return dir.WriteConfig(ResolvedYaml(loaded));
+        ALLOT_ASSIGN_OR_RETURN(std::string yaml, RecipeYaml(loaded));
+        return dir.WriteConfig(yaml);
       });
   if (!run.ok()) return Fail(command, run.status());
   if (!(*comm)->is_rank0()) {
@@ -89,6 +92,15 @@ int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
     // One line per rank: which process is which rank (the launcher's messages name ranks).
     spdlog::info("learner rank {} of {} (pid {})", (*comm)->rank(), (*comm)->world_size(),
                  static_cast<long>(::getpid()));
+  }
+  // The recipe's own servers and workers (rank 0 runs the rollouts): stopped when this returns.
+  std::unique_ptr<LocalParts> local;
+  if (!loaded.local.empty() && (*comm)->is_rank0()) {
+    auto started = LocalParts::Start(
+        loaded.local, {run->path() + "/logs", "", true, loaded.source, loaded.overrides},
+        loaded.config);
+    if (!started.ok()) return Fail(command, started.status());
+    local = std::move(*started);
   }
   RunContext ctx{loaded, *run, resume};
   return engine(ctx);
@@ -160,6 +172,15 @@ std::string ResolveRun(const std::string& run, const std::string& output_dir) {
   return (std::filesystem::path(output_dir) / run).string();
 }
 
+// Where `allot eval` writes the logs of the servers it starts: the run's logs/ (a checkpoint or
+// weights file: the logs/ beside it).
+std::string EvalLogDir(const std::string& run) {
+  std::error_code ec;
+  std::filesystem::path dir(run);
+  if (std::filesystem::is_regular_file(dir, ec)) dir = dir.parent_path();
+  return (dir / "logs").string();
+}
+
 struct EvalArgs {
   std::string run;
   std::string output_dir = "runs";
@@ -191,6 +212,21 @@ int Eval(const EvalArgs& a) {
     auto loaded = LoadConfig(config, a.overrides);
     if (!loaded.ok()) return Fail("eval", loaded.status());
     env = loaded->config.env.chain;
+    // CogER: a trained run's before/after table, unless --adapter picks the router to evaluate.
+    const bool coger_table = loaded->config.env.name == "coger" && a.adapter.empty() &&
+                             (a.method == "navigator" || a.method == "table");
+    const std::string trained = coger_table ? PrepareTrainedRouter(*loaded, run) : "";
+    std::unique_ptr<LocalParts> local;  // the recipe's own servers, stopped on return
+    if (!loaded->local.endpoints.empty()) {
+      auto started = LocalParts::Start(loaded->local, {EvalLogDir(run), "eval-", false},
+                                       loaded->config);
+      if (!started.ok()) return Fail("eval", started.status());
+      local = std::move(*started);
+    }
+    if (coger_table && (!trained.empty() || a.method == "table")) {
+      return RunCogerTable(loaded->config, {trained, a.options.episodes, a.options.seed, a.json},
+                           std::cout, std::cerr);
+    }
     if (loaded->config.env.name == "coger") {  // CogER: router vs L1..L4 vs random (Table 4)
       const AllotConfig& cfg = loaded->config;
       envs::coger::CogerEnvConfig cc{cfg.env.coger, cfg.endpoints, cfg.gpu, cfg.rewards, cfg.tools};
@@ -303,8 +339,13 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       "Evaluate a run's policy, or baselines, on its recipe's eval data and print a table: "
       "rlot and chain: the DQN navigator (self-consistency voting over trails); rlot also "
       "direct, CoT or fixed block sequences; coger: the router, fixed levels L1..L4 and random "
-      "routing; r2: the decomposer + allocator against each pool model; deeptool: "
-      "tool-integrated episodes; atlas: the orchestrator and the integrator");
+      "routing, and for a trained run (RUN/adapters/v<N>) the before/after table: every fixed "
+      "level, random routing (expected and one draw), the untrained and the trained router, "
+      "with accuracy, failures, cost and energy per query, calls per level and the same per "
+      "item difficulty; r2: the decomposer + allocator against each pool model; deeptool: "
+      "tool-integrated episodes; atlas: the orchestrator and the integrator. Endpoints the "
+      "recipe serves itself (endpoints[i].serve) are started for the evaluation and stopped "
+      "after it (logs: RUN/logs/eval-serve-<name>.log)");
   eval->add_option("run", ev->run,
                    "run name, run directory, checkpoint or weights file (the navigator's; the "
                    "LLM envs read only the run's config.yaml, and none with -c)")
@@ -328,7 +369,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   eval->add_option("--method", ev->method,
                    "rlot: navigator, direct, cot, cot-sc, or fixed:<block>-<block> (e.g. "
                    "fixed:reason-refine); "
-                   "coger: all, or a list of router, L1..L4, random; "
+                   "coger: table (the before/after table; the default for a trained run), "
+                   "all, or a list of router, L1..L4, random; "
                    "r2: all, or a list of allocator, pool models and decomposed:<model>; "
                    "deeptool: tir (whole episodes, code run in the sandbox); "
                    "atlas: orchestrator, integrator or all");
