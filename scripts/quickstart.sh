@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The quickstart: sets up (dependencies and build), makes the tiny world's data, serves every
-# tier of the tiny model pool with `allot serve`, starts two rollout workers, and trains the
-# CogER router (configs/quickstart/coger.yaml) with GRPO + LoRA. Before and after training it
-# evaluates the fixed levels L1..L4, random routing and the router on the test split, prints
-# the table and writes quickstart.png (reward curve, cost-accuracy points) into the run
-# directory. Servers and workers are stopped on exit, on failure and on Ctrl-C.
+# The quickstart: sets up (dependencies and build), makes the tiny world's data and trains the
+# CogER router (configs/quickstart/coger.yaml) with GRPO + LoRA: `allot train`, which serves every
+# tier of the tiny model pool and starts two rollout workers itself, then `allot eval` of the run,
+# which prints the before/after table (the fixed levels L1..L4, random routing, the untrained and
+# the trained router on a test subset); it writes quickstart.png (reward curve, cost-accuracy
+# points) into the run directory. Every process is stopped on exit, on failure and on Ctrl-C.
 #
 # Usage: scripts/quickstart.sh [options]
 #   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a CogER
@@ -83,7 +83,7 @@ cleanup() {
   trap - EXIT INT TERM
   if [[ ${#pids[@]} -gt 0 ]]; then
     kill -TERM "${pids[@]}" 2> /dev/null || true
-    for _ in $(seq 50); do
+    for _ in $(seq 150); do
       local alive=0
       for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && alive=1; done
       [[ $alive == 0 ]] && break
@@ -159,6 +159,46 @@ if [[ $env_name == deeptool ]]; then
   say "DeepTool: tests/scripts/tinyworld_deeptool_test.sh ${dt_args[*]}"
   run bash tests/scripts/tinyworld_deeptool_test.sh "$ALLOT" "${dt_args[@]}"
   say "done in $(( $(date +%s) - started )) s: $run_dir/deeptool"
+  exit 0
+fi
+
+if [[ $env_name == coger ]]; then
+  # --- CogER: `allot train` and `allot eval` start the recipe's servers and workers ----------
+  export ALLOT_TW_POOL=$(realpath "$pool")
+  train_args=(train -c "$recipe_file" --set "run.output_dir=$run_dir" --name train "${overrides[@]}")
+  [[ -n $steps ]] && train_args+=(--set "trainer.total_steps=$steps")
+  say "training the router: allot ${train_args[*]}"
+  run "$ALLOT" "${train_args[@]}"
+  say "before/after table on $eval_items test items: allot eval $run_dir/train"
+  run "$ALLOT" eval "$run_dir/train" --episodes "$eval_items" --json "$run_dir/eval/table.json" \
+    > "$run_dir/table.txt"
+  echo
+  cat "$run_dir/table.txt"
+  # --- the plot: reward curve and cost-accuracy points -------------------------------------
+  python3 "$tools" reward-data "$run_dir/train/metrics.jsonl" "$run_dir/reward.dat"
+  python3 "$tools" points "$run_dir/eval/table.json" "$run_dir/points.dat"
+  if command -v gnuplot > /dev/null; then
+    gnuplot > "$logs/gnuplot.log" 2>&1 << EOF || echo "gnuplot failed: see $logs/gnuplot.log"
+set terminal png size 1200,500 noenhanced
+set output '$run_dir/quickstart.png'
+set multiplot layout 1,2
+set title 'GRPO reward (mean per step)'
+set xlabel 'step'
+set ylabel 'reward'
+plot '$run_dir/reward.dat' using 1:2 with linespoints notitle
+set title 'accuracy vs cost per query (test items)'
+set xlabel 'cost per query (USD)'
+set ylabel 'accuracy'
+set offsets graph 0.1, graph 0.25, graph 0.1, graph 0.1
+plot '$run_dir/points.dat' using 2:3 with points pt 7 ps 1.5 notitle, \\
+     '' using 2:3:1 with labels offset 1,0.8 left notitle
+unset multiplot
+EOF
+    [[ -f $run_dir/quickstart.png ]] && echo "plot: $run_dir/quickstart.png"
+  else
+    echo "gnuplot not installed: no plot (the data is in $run_dir/reward.dat and points.dat)"
+  fi
+  say "done in $(( $(date +%s) - started )) s (set-up excluded): $run_dir"
   exit 0
 fi
 
@@ -279,60 +319,9 @@ if [[ $env_name == rlot ]]; then
   say "done in $(( $(date +%s) - started )) s (set-up excluded): $run_dir"
   exit 0
 fi
-if [[ $env_name != coger ]]; then
-  say "allot ${train_args[*]}"
-  run "$ALLOT" "${train_args[@]}"
-  if [[ -f $run_dir/train/metrics.jsonl ]]; then
-    python3 "$tools" train-summary "$run_dir/train/metrics.jsonl" || true
-  fi
-  say "done in $(( $(date +%s) - started )) s: $run_dir/train"
-  exit 0
-fi
-
-# --- CogER: evaluate, train, evaluate ------------------------------------------------------
-evaluate() {  # evaluate PHASE ADAPTER METHOD...
-  local phase=$1 adapter=$2
-  shift 2
-  eval_extra=(${adapter:+--adapter "$adapter"})
-  eval_methods "$phase" "$run_dir" "$@"
-}
-say "before training: fixed levels L1..L4, random routing and the untrained router on" \
-    "$eval_items test items"
-evaluate before "" L1 L2 L3 L4 random router
-say "training the router: allot ${train_args[*]}"
+say "allot ${train_args[*]}"
 run "$ALLOT" "${train_args[@]}"
-policy=$(sed -n 's/^  policy_endpoint: *//p' "$run_dir/train/config.yaml" | head -1)
-policy_url_var=$(tw_url_var_name "$policy")
-adapter=$(python3 "$tools" latest-adapter "${!policy_url_var}" "$train_name")
-say "after training: the router with adapter $adapter"
-evaluate after "$adapter" router
-
-echo
-python3 "$tools" table "$run_dir" "$run_dir"/eval/before-*.json -- "$run_dir"/eval/after-*.json
-echo "(means per query over $eval_items test items; cost from the pool's prices, energy from" \
-     "FLOPs on the recipe's GPU profile)"
-
-# --- the plot: reward curve and cost-accuracy points ---------------------------------------
-python3 "$tools" reward-data "$run_dir/train/metrics.jsonl" "$run_dir/reward.dat"
-if command -v gnuplot > /dev/null; then
-  gnuplot > "$logs/gnuplot.log" 2>&1 << EOF || echo "gnuplot failed: see $logs/gnuplot.log"
-set terminal png size 1200,500 noenhanced
-set output '$run_dir/quickstart.png'
-set multiplot layout 1,2
-set title 'GRPO reward (mean per step)'
-set xlabel 'step'
-set ylabel 'reward'
-plot '$run_dir/reward.dat' using 1:2 with linespoints notitle
-set title 'accuracy vs cost per query (test items)'
-set xlabel 'cost per query (USD)'
-set ylabel 'accuracy'
-set offsets graph 0.1, graph 0.25, graph 0.1, graph 0.1
-plot '$run_dir/points.dat' using 2:3 with points pt 7 ps 1.5 notitle, \
-     '' using 2:3:1 with labels offset 1,0.8 left notitle
-unset multiplot
-EOF
-  [[ -f $run_dir/quickstart.png ]] && echo "plot: $run_dir/quickstart.png"
-else
-  echo "gnuplot not installed: no plot (the data is in $run_dir/reward.dat and points.dat)"
+if [[ -f $run_dir/train/metrics.jsonl ]]; then
+  python3 "$tools" train-summary "$run_dir/train/metrics.jsonl" || true
 fi
-say "done in $(( $(date +%s) - started )) s (set-up excluded): $run_dir"
+say "done in $(( $(date +%s) - started )) s: $run_dir/train"

@@ -6,8 +6,8 @@
                                          a seeded shuffle of the training items
   wait-http URL SECONDS                  until GET URL answers 200
   latest-adapter BASE_URL PREFIX         the newest "<PREFIX>-v<N>" listed by BASE_URL/v1/models
-  table OUT BEFORE.json... -- AFTER.json...
-                                         the before/after table (text) and points.dat for the plot
+  points TABLE.json OUT                  the plot's cost-accuracy points: each row of the
+                                         CogER table (`allot eval RUN --json`) as "label" cost acc
   reward-data METRICS OUT                step and reward/mean from metrics.jsonl
                                          whose reference solution has two steps or more
   train-summary METRICS                  reward and cost per episode, first and last quarter
@@ -156,110 +156,12 @@ def latest_adapter(base_url, prefix):
     return 0
 
 
-def load_results(paths):
-    """Per-method results, the shards of one method summed."""
-    merged = {}
-    for p in paths:
-        with open(p) as f:
-            for r in json.load(f):
-                m = merged.setdefault(r["method"], {
-                    "method": r["method"], "episodes": 0, "correct": 0.0, "failed": 0,
-                    "cost_usd": 0.0, "energy_j": 0.0, "latency_s": 0.0,
-                    "levels": {k: 0 for k in ("none", "L1", "L2", "L3", "L4")}})
-                n = r["episodes"]
-                m["episodes"] += n
-                m["correct"] += r["accuracy"] * n
-                m["failed"] += r["failed"]
-                m["cost_usd"] += r["cost_usd"]
-                m["energy_j"] += r["energy_j"]
-                m["latency_s"] += r["mean_latency_s"] * n
-                for k in m["levels"]:
-                    m["levels"][k] += r["levels"].get(k, 0)
-                m.setdefault("items", []).extend(r.get("items", []))
-    out = []
-    for m in merged.values():
-        n = max(m["episodes"], 1)
-        m.update(accuracy=m["correct"] / n, mean_cost_usd=m["cost_usd"] / n,
-                 mean_energy_j=m["energy_j"] / n, mean_latency_s=m["latency_s"] / n)
-        out.append(m)
-    return out
-
-
-def by_difficulty(rows):
-    """Per difficulty: each method's correct count, and where the routers sent the items."""
-    kinds = []
-    for _, r in rows:
-        for it in r.get("items", []):
-            if it.get("difficulty") and it["difficulty"] not in kinds:
-                kinds.append(it["difficulty"])
-    if not kinds:
-        return []
-    out = ["", "per difficulty: correct/items, and where routing sent them (L1-L2-L3-L4)",
-           f"{'method':<20} " + " ".join(f"{k:>15}" for k in kinds)]
-    for label, r in rows:
-        if "items" not in r:
-            continue  # an expectation, not an evaluation of items
-        cells = []
-        for k in kinds:
-            its = [it for it in r.get("items", []) if it.get("difficulty") == k]
-            cell = f"{sum(1 for it in its if it.get('correct'))}/{len(its)}"
-            if r["method"] in ("router", "random"):
-                lv = [sum(1 for it in its if it.get("level") == l) for l in (1, 2, 3, 4)]
-                cell += " " + "-".join(str(c) for c in lv)
-            cells.append(f"{cell:>15}")
-        out.append(f"{label:<20} " + " ".join(cells))
-    return out
-
-
-def expected_random(results):
-    """Uniform random routing's expectation on the evaluated items: a query goes to each level
-    with probability 1/4, and every fixed level already answered every item greedily, so the
-    expected accuracy, cost and energy are the means over L1..L4 (one seeded draw of
-    a few dozen queries is noisy: the method "random" is that draw)."""
-    fixed = {r["method"]: r for r in results if r["method"] in ("L1", "L2", "L3", "L4")}
-    if len(fixed) != 4 or len({r["episodes"] for r in fixed.values()}) != 1:
-        return None
-    levels = list(fixed.values())
-    mean = lambda key: sum(r[key] for r in levels) / 4
-    return {"method": "random (expected)", "episodes": levels[0]["episodes"],
-            "accuracy": mean("accuracy"), "failed": round(mean("failed")),
-            "mean_cost_usd": mean("mean_cost_usd"), "mean_energy_j": mean("mean_energy_j"),
-            "mean_latency_s": mean("mean_latency_s"),
-            "levels": {"L1": "-", "L2": "-", "L3": "-", "L4": "-"}}
-
-
-def table(out_dir, args):
-    split = args.index("--")
-    before, after = load_results(args[:split]), load_results(args[split + 1:])
-    expected = expected_random(before)
-    if expected is not None:
-        before.append(expected)
-    order = {m: i for i, m in enumerate(
-        ["L1", "L2", "L3", "L4", "random (expected)", "random", "router"])}
-    before.sort(key=lambda r: order.get(r["method"], 99))
-    label = {"random": "random (one draw)"}
-    rows = [("fixed " + r["method"] if r["method"].startswith("L")
-             else label.get(r["method"], r["method"]), r)
-            for r in before if r["method"] != "router"]
-    rows += [("router (untrained)", r) for r in before if r["method"] == "router"]
-    rows += [("router (trained)", r) for r in after if r["method"] == "router"]
-    # No latency column: the before-evaluation runs every method at once against the same
-    # servers, the after-evaluation runs the router alone, so their latencies are not comparable.
-    lines = [f"{'method':<20} {'n':>4} {'accuracy':>8} {'failed':>6} {'cost $/query':>13} "
-             f"{'energy J/query':>14}  levels L1/L2/L3/L4"]
-    with open(f"{out_dir}/points.dat", "w") as pts:
-        for label, r in rows:
-            lv = r["levels"]
-            lines.append(
-                f"{label:<20} {r['episodes']:>4} {r['accuracy']:>8.3f} {r['failed']:>6} "
-                f"{r['mean_cost_usd']:>13.3e} {r['mean_energy_j']:>14.3e}  "
-                f"{lv['L1']}/{lv['L2']}/{lv['L3']}/{lv['L4']}")
-            pts.write(f"\"{label}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
-    lines += by_difficulty(rows)
-    text = "\n".join(lines) + "\n"
-    with open(f"{out_dir}/table.txt", "w") as f:
-        f.write(text)
-    print(text, end="")
+def points(table_json, out):
+    with open(table_json) as f:
+        rows = json.load(f)
+    with open(out, "w") as pts:
+        for r in rows:
+            pts.write(f"\"{r['label']}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
     return 0
 
 
@@ -291,7 +193,7 @@ def filter_items(path, keep, what):
 
 def keep_tool_free(paths):
     # RLoT's logic blocks call no tool, and the tiny world taught them only on the items that
-    # need none (tinyworld/sft_data.cc): the items that need the knowledge tool (min_level
+    # need none (tinyworld/sft_records.cc): the items that need the knowledge tool (min_level
     # 4) score 0 under every method and would only add minutes. A data filter, never seen by
     # the navigator.
     for path in paths:
@@ -454,8 +356,8 @@ def main(argv):
         return wait_http(*args)
     if cmd == "latest-adapter" and len(args) == 2:
         return latest_adapter(*args)
-    if cmd == "table" and len(args) >= 3 and "--" in args:
-        return table(args[0], args[1:])
+    if cmd == "points" and len(args) == 2:
+        return points(*args)
     if cmd == "reward-data" and len(args) == 2:
         return reward_data(*args)
     if cmd == "train-summary" and len(args) == 1:

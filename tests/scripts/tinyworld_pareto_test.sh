@@ -43,25 +43,18 @@ if [[ $code != 0 ]]; then
   exit 1
 fi
 sed -n '/^method /,/^(means/p' "$tmp/out.log"
-python3 - "$run_dir/eval" <<'PY'
-import glob, json, os, sys
-d = sys.argv[1]
+python3 - "$run_dir/eval/table.json" <<'PY'
+import json, sys
+rows = {r["label"]: r for r in json.load(open(sys.argv[1]))}  # allot eval RUN --json
 
-def merged(phase, method):
-    n = correct = cost = 0.0
-    for p in glob.glob(os.path.join(d, f"{phase}-{method}-*.json")):
-        for r in json.load(open(p)):
-            if r["method"] == method:
-                n += r["episodes"]
-                correct += r["accuracy"] * r["episodes"]
-                cost += r["cost_usd"]
-    if n == 0:
-        sys.exit(f"FAIL: no {phase} evaluation of {method} in {d}")
-    return correct / n, cost / n
+def merged(label):
+    if label not in rows:
+        sys.exit(f"FAIL: no row '{label}' in {sys.argv[1]}")
+    return rows[label]["accuracy"], rows[label]["mean_cost_usd"]
 
-router = merged("after", "router")
-fixed = {m: merged("before", m) for m in ("L1", "L2", "L3", "L4")}
-draw = merged("before", "random")
+router = merged("router (trained)")
+fixed = {m: merged("fixed " + m) for m in ("L1", "L2", "L3", "L4")}
+draw = merged("random (one draw)")
 rand = tuple(sum(fixed[m][k] for m in fixed) / 4 for k in (0, 1))
 best = max(fixed, key=lambda m: (fixed[m][0], -fixed[m][1]))
 print(f"trained router: accuracy {router[0]:.3f}, cost/query {router[1]:.3e}")
