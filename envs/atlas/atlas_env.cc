@@ -6,10 +6,9 @@
 #include <map>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "datasets/example_json.h"
 #include "envs/atlas/explore_action.h"
 #include "envs/runtime/episode.h"
 #include "envs/runtime/prompt_template.h"
@@ -57,30 +56,12 @@ struct Item {
 };
 
 Result<Item> ParseItem(const std::string& text, rewards::AnswerFormat default_format) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("dataset_item: not a JSON object");
+  ALLOT_ASSIGN_OR_RETURN(datasets::Example e, datasets::ExampleFromJson(text));
   Item item;
-  item.format = default_format;
-  for (const char* k : {"question", "problem", "prompt"}) {
-    if (j.contains(k) && j[k].is_string()) {
-      item.question = j[k].get<std::string>();
-      break;
-    }
-  }
-  if (item.question.empty()) return InvalidArgument("dataset_item: no 'question' string");
-  for (const char* k : {"answer", "reference", "solution"}) {
-    if (j.contains(k) && (j[k].is_string() || j[k].is_number())) {
-      item.reference = j[k].is_string() ? j[k].get<std::string>() : j[k].dump();
-      break;
-    }
-  }
-  for (const char* k : {"format", "answer_format"}) {
-    if (j.contains(k) && j[k].is_string()) {
-      auto f = rewards::ParseAnswerFormat(j[k].get<std::string>());
-      if (!f.ok()) return f.status().Annotate(std::string("dataset_item.") + k);
-      item.format = *f;
-    }
-  }
+  item.question = e.PromptText();
+  item.reference = e.answer;
+  ALLOT_ASSIGN_OR_RETURN(item.format, rewards::ParseAnswerFormat(datasets::GradingFormat(
+                                          e, rewards::AnswerFormatName(default_format))));
   return item;
 }
 

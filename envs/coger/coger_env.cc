@@ -1,11 +1,11 @@
 #include "envs/coger/coger_env.h"
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "datasets/example_json.h"
 #include "envs/runtime/prompt_template.h"
 #include "llm/client.h"
 #include "rewards/grader.h"
@@ -80,48 +80,18 @@ Status ResolvePrompts(CogerPrompts& p) {
 }
 
 Result<CogerItem> ParseCogerItem(const std::string& text, rewards::AnswerFormat default_format) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgument("dataset_item: not a JSON object");
-  }
+  ALLOT_ASSIGN_OR_RETURN(datasets::Example e, datasets::ExampleFromJson(text));
   CogerItem item;
-  auto str = [&](const char* key) -> std::string {
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-  };
-  item.question = str("question");
-  if (item.question.empty()) item.question = str("problem");
-  if (item.question.empty()) return InvalidArgument("dataset_item.question: missing or empty");
-  item.reference = str("answer");
-  if (item.reference.empty() && j.contains("answer") && j["answer"].is_number()) {
-    item.reference = j["answer"].dump();
-  }
-  if (item.reference.empty()) return InvalidArgument("dataset_item.answer: missing or empty");
-  if (auto it = j.find("options"); it != j.end() && it->is_array()) {
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_string()) return InvalidArgument("dataset_item.options: not strings");
-      item.question += (i == 0 ? "\n\n" : "\n") + std::string(1, static_cast<char>('A' + i)) +
-                       ") " + (*it)[i].get<std::string>();
+  item.question = e.PromptText();
+  item.reference = e.answer;
+  ALLOT_ASSIGN_OR_RETURN(item.format, rewards::ParseAnswerFormat(datasets::GradingFormat(
+                                          e, rewards::AnswerFormatName(default_format))));
+  // At the top level (allot eval) or under "extra" (the grpo engine's items): both land in extra.
+  if (auto it = e.extra.find("min_level"); it != e.extra.end()) {
+    if (!it->is_number_integer()) {
+      return InvalidArgument(e.source + ": field 'min_level': not an integer");
     }
-  }
-  item.format = default_format;
-  if (std::string f = str("answer_format"); !f.empty() && f != "text") {
-    Result<rewards::AnswerFormat> parsed = rewards::ParseAnswerFormat(f);
-    if (!parsed.ok()) return parsed.status().Annotate("dataset_item.answer_format");
-    item.format = *parsed;
-  }
-  // Top level (allot eval), or under "extra" as the grpo engine sends a dataset's extra fields.
-  const nlohmann::json* level = nullptr;
-  if (auto it = j.find("min_level"); it != j.end() && !it->is_null()) {
-    level = &*it;
-  } else if (auto ex = j.find("extra"); ex != j.end() && ex->is_object()) {
-    if (auto e = ex->find("min_level"); e != ex->end() && !e->is_null()) level = &*e;
-  }
-  if (level != nullptr) {
-    if (!level->is_number_integer()) {
-      return InvalidArgument("dataset_item.min_level: not an integer");
-    }
-    item.min_level = level->get<int>();
+    item.min_level = it->get<int>();
   }
   return item;
 }

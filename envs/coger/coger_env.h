@@ -35,7 +35,8 @@ namespace allot::envs::coger {
 // the episode's accounting leaves out; the GRPO trainer reports it as the metric of that name.
 inline constexpr char kOracleCostInfo[] = "oracle_cost_usd";
 
-// A dataset item: {"question", "answer", "options"?, "answer_format"?, "min_level"?}.
+// A dataset item (datasets/example_json.h), with CogER's "min_level" (L_min) when the dataset
+// gives it.
 struct CogerItem {
   std::string question;  // with lettered options appended when there are any
   std::string reference;

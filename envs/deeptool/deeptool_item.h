@@ -11,9 +11,9 @@
 
 namespace allot::envs::deeptool {
 
-// A dataset item: {"question", "answer", "answer_format"?, "history"?, "reference_steps"?} or
-// {"question", "answer", "steps"} (a whole expert trajectory: no history, every step a
-// reference). history and reference_steps may also sit under "extra" (the grpo engine's items).
+// A dataset item (datasets/example_json.h) with "history"? and "reference_steps"?, or with
+// "steps" (a whole expert trajectory: no history, every step a reference). The steps may also
+// sit under "extra" (the grpo engine's items).
 struct DeepToolItem {
   std::string question;
   std::string reference;

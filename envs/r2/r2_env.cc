@@ -1,11 +1,11 @@
 #include "envs/r2/r2_env.h"
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "datasets/example_json.h"
 #include "envs/runtime/prompt_template.h"
 #include "llm/client.h"
 
@@ -131,36 +131,12 @@ Status ResolvePrompts(R2Prompts& p) {
 }
 
 Result<R2Item> ParseR2Item(const std::string& text, rewards::AnswerFormat default_format) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgument("dataset_item: not a JSON object");
-  }
-  auto str = [&](const char* key) -> std::string {
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-  };
+  ALLOT_ASSIGN_OR_RETURN(datasets::Example e, datasets::ExampleFromJson(text));
   R2Item item;
-  item.question = str("question");
-  if (item.question.empty()) item.question = str("problem");
-  if (item.question.empty()) return InvalidArgument("dataset_item.question: missing or empty");
-  item.reference = str("answer");
-  if (item.reference.empty() && j.contains("answer") && j["answer"].is_number()) {
-    item.reference = j["answer"].dump();
-  }
-  if (item.reference.empty()) return InvalidArgument("dataset_item.answer: missing or empty");
-  if (auto it = j.find("options"); it != j.end() && it->is_array()) {
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_string()) return InvalidArgument("dataset_item.options: not strings");
-      item.question += (i == 0 ? "\n\n" : "\n") + std::string(1, static_cast<char>('A' + i)) +
-                       ") " + (*it)[i].get<std::string>();
-    }
-  }
-  item.format = default_format;
-  if (std::string f = str("answer_format"); !f.empty()) {
-    Result<rewards::AnswerFormat> parsed = rewards::ParseAnswerFormat(f);
-    if (!parsed.ok()) return parsed.status().Annotate("dataset_item.answer_format");
-    item.format = *parsed;
-  }
+  item.question = e.PromptText();
+  item.reference = e.answer;
+  ALLOT_ASSIGN_OR_RETURN(item.format, rewards::ParseAnswerFormat(datasets::GradingFormat(
+                                          e, rewards::AnswerFormatName(default_format))));
   return item;
 }
 

@@ -50,7 +50,8 @@ inline constexpr const char* kLastResult = "last_result";
 std::string FillResults(const std::string& subtask, const std::vector<std::string>& results,
                         rewards::AnswerFormat format);
 
-// A dataset item: {"question"|"problem", "answer", "options"?, "answer_format"?}.
+// A dataset item (datasets/example_json.h): the question with its options, the answer and the
+// format it is graded in.
 struct R2Item {
   std::string question;
   std::string reference;

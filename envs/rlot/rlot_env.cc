@@ -6,14 +6,13 @@
 #include <random>
 #include <span>
 
-#include <nlohmann/json.hpp>
-
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "datasets/example_json.h"
+#include "envs/rlot/endpoint_json_transport.h"
 #include "envs/rlot/rule_step_verifier.h"
 #include "envs/runtime/episode.h"
 #include "llm/client.h"
-#include "llm/endpoint_json_transport.h"
 #include "llm/http_transport.h"
 #include "rewards/grader.h"
 
@@ -52,29 +51,12 @@ struct Item {
 };
 
 Result<Item> ParseItem(const std::string& text, const std::string& default_format) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgument("dataset_item: not a JSON object");
-  }
+  ALLOT_ASSIGN_OR_RETURN(datasets::Example e, datasets::ExampleFromJson(text));
   Item item;
-  for (const char* k : {"question", "problem", "prompt"}) {
-    if (j.contains(k) && j[k].is_string()) {
-      item.question = j[k].get<std::string>();
-      break;
-    }
-  }
-  if (item.question.empty()) return InvalidArgument("dataset_item: no 'question' string");
-  for (const char* k : {"answer", "reference", "solution"}) {
-    if (j.contains(k) && (j[k].is_string() || j[k].is_number())) {
-      item.gold = j[k].is_string() ? j[k].get<std::string>() : j[k].dump();
-      break;
-    }
-  }
-  std::string format = default_format;
-  if (j.contains("format") && j["format"].is_string()) format = j["format"].get<std::string>();
-  auto f = rewards::ParseAnswerFormat(format);
-  if (!f.ok()) return f.status().Annotate("dataset_item.format");
-  item.format = *f;
+  item.question = e.PromptText();
+  item.gold = e.answer;
+  ALLOT_ASSIGN_OR_RETURN(item.format,
+                         rewards::ParseAnswerFormat(datasets::GradingFormat(e, default_format)));
   return item;
 }
 
@@ -279,9 +261,10 @@ Result<std::unique_ptr<RlotEnv>> RlotEnv::Create(
   }
   if (config.step_reward == "shaped" &&
       !(config.shaping_gamma >= 0.0 && config.shaping_gamma <= 1.0)) {
-    return InvalidArgument("env.rlot.shaping_gamma: step_reward: shaped needs the learner's "
-                           "discount in [0, 1] (the recipe fills in dqn.gamma), got " +
-                           std::to_string(config.shaping_gamma));
+    return InvalidArgument(
+        "env.rlot.shaping_gamma: step_reward: shaped needs the learner's "
+        "discount in [0, 1] (the recipe fills in dqn.gamma), got " +
+        std::to_string(config.shaping_gamma));
   }
   // Keys do not travel in env_config: llm::Client::Create resolves each endpoint's
   // api_key_env in this process (llm::ResolveApiKey).
@@ -369,7 +352,7 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   std::unique_ptr<rewards::PrmReward> prm_scorer;
   if (prm_endpoint_) {
     prm_scorer = std::make_unique<rewards::PrmReward>(
-        prm_config_, llm::EndpointJsonTransport(
+        prm_config_, EndpointJsonTransport(
                          http_, *prm_endpoint_, prm_endpoint_->limits.timeout_s,
                          [&ep](const llm::CallRecord& call) { ep.Account(call); }, client_->gpu(),
                          prm_config_.tokenize_path));

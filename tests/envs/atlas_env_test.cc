@@ -413,5 +413,16 @@ TEST_F(AtlasEnvTest, EvalReportsAccuracyCallsAndCost) {
   EXPECT_EQ(j["items"][1]["correct"], false);
 }
 
+// ATLAS's parser let an item without an answer through, graded against "".
+TEST_F(AtlasEnvTest, AnItemWithoutAnAnswerFailsNamingTheField) {
+  auto env = Make(Config());
+  ASSERT_NE(env, nullptr);
+  runtime::Trajectory t = Run(*env, R"({"question": "What is 2+3?", "source": "a.jsonl:3"})");
+  EXPECT_EQ(t.failure.reason, runtime::FailureReason::kEnvError);
+  EXPECT_NE(t.failure.message.find("a.jsonl:3: field 'answer'"), std::string::npos)
+      << t.failure.message;
+  EXPECT_TRUE(Models().empty());
+}
+
 }  // namespace
 }  // namespace allot::envs::atlas

@@ -591,5 +591,22 @@ TEST_F(CogerEnvTest, EvalReportsAccuracyCostAndLevelsPerMethod) {
       << failed_table.str();
 }
 
+// CogER's parser took "problem" alone beside "question", and "answer" alone: RLoT's and ATLAS's
+// data (prompt, reference, format) failed every episode here.
+TEST(CogerItemTest, AcceptsEveryEnvsFieldNamesAndMinLevelUnderExtra) {
+  auto item = ParseCogerItem(
+      R"({"prompt": "Q", "reference": 7, "format": "number", "extra": {"min_level": 2}})",
+      rewards::AnswerFormat::kBoxed);
+  ASSERT_TRUE(item.ok()) << item.status().ToString();
+  EXPECT_EQ(item->question, "Q");
+  EXPECT_EQ(item->reference, "7");
+  EXPECT_EQ(item->format, rewards::AnswerFormat::kNumber);
+  EXPECT_EQ(item->min_level, 2);
+  auto bad = ParseCogerItem(R"({"question": "Q", "answer": "1", "min_level": "two"})",
+                            rewards::AnswerFormat::kBoxed);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("field 'min_level'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace allot::envs::coger

@@ -65,6 +65,22 @@ TEST(DeepToolStepInstancesTest, EveryStepBecomesAnInstanceWithTheGroundTruthHist
   EXPECT_TRUE(item->reference_steps[0].terminal);
 }
 
+// DeepTool's parser took "problem" alone beside "question", and errors named no file or line.
+TEST(DeepToolItemTest, TakesEveryEnvsFieldNamesAndNamesTheSourceInErrors) {
+  auto item = ParseDeepToolItem(R"({"prompt": "Q", "reference": "4", "answer_format": "text"})",
+                                rewards::AnswerFormat::kNumber);
+  ASSERT_TRUE(item.ok()) << item.status().ToString();
+  EXPECT_EQ(item->question, "Q");
+  EXPECT_EQ(item->reference, "4");
+  EXPECT_EQ(item->format, rewards::AnswerFormat::kNumber);
+  auto bad =
+      ParseDeepToolItem(R"({"question": "Q", "answer": "4", "steps": 3, "source": "s.jsonl:2"})",
+                        rewards::AnswerFormat::kBoxed);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("s.jsonl:2: steps: not a list"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(DeepToolStepInstancesTest, IntrinsicallyCorruptedStepsAreHistoryButNeverTargets) {
   ExpertTrajectory t = Sample("t", 1);
   t.steps.insert(t.steps.begin(), {"try", "print((", false, "SyntaxError", "intrinsic"});

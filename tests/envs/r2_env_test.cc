@@ -497,5 +497,21 @@ TEST(SubtaskPlanTest, ParsesAndChecksAllocations) {
                    .ok());
 }
 
+// R2's parser read answer_format "text" as text grading while CogER's and DeepTool's read it as
+// the env's own format; the grpo engine sends "text" for every dataset that names no format, so
+// R2 trained against text grading and evaluated (its eval left "text" out) against boxed.
+TEST(R2ItemTest, TextIsTheEnvsFormatAndTheOtherNamesAreAccepted) {
+  auto item = ParseR2Item(R"({"question": "Q", "answer": "4", "answer_format": "text"})",
+                          rewards::AnswerFormat::kBoxed);
+  ASSERT_TRUE(item.ok()) << item.status().ToString();
+  EXPECT_EQ(item->format, rewards::AnswerFormat::kBoxed);
+  item = ParseR2Item(R"({"prompt": "Q", "reference": "4", "format": "number"})",
+                     rewards::AnswerFormat::kBoxed);
+  ASSERT_TRUE(item.ok()) << item.status().ToString();
+  EXPECT_EQ(item->question, "Q");
+  EXPECT_EQ(item->reference, "4");
+  EXPECT_EQ(item->format, rewards::AnswerFormat::kNumber);
+}
+
 }  // namespace
 }  // namespace allot::envs::r2

@@ -439,6 +439,38 @@ TEST(RlotEnvTest, BadItemsAndEpsilonFailCleanly) {
   EXPECT_EQ(e->failure.reason, runtime::FailureReason::kEnvError);
 }
 
+// RLoT's own item parser graded an item without an answer against "": every episode of it
+// was a wrong answer, and the navigator learned from noise. It now fails naming the field.
+TEST(RlotEnvTest, AnItemWithoutAnAnswerFailsNamingTheField) {
+  Fixture f;
+  runtime::EpisodeInput in = Input();
+  in.dataset_item = json{{"question", "What is (2+3)*2?"}, {"source", "hard.jsonl:7"}}.dump();
+  auto t = f.env->RunWith(in, Sequence({4}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->failure.reason, runtime::FailureReason::kEnvError);
+  EXPECT_NE(t->failure.message.find("hard.jsonl:7: field 'answer'"), std::string::npos)
+      << t->failure.message;
+  EXPECT_TRUE(f.llm.calls().empty());
+}
+
+// RLoT's own item parser dropped an item's options: a multiple-choice problem reached the LLM
+// without its choices.
+TEST(RlotEnvTest, AnItemsOptionsReachThePrompt) {
+  Fixture f;
+  runtime::EpisodeInput in = Input();
+  in.dataset_item = json{
+      {"question", "Which is 10?"},
+      {"answer", "B"},
+      {"options", {"9", "10"}},
+      {"answer_format",
+       "choice"}}.dump();
+  auto t = f.env->RunWith(in, Sequence({4}));
+  ASSERT_TRUE(t.ok());
+  ASSERT_FALSE(f.llm.calls().empty());
+  EXPECT_NE(f.llm.prompt(0).find("Which is 10?\n\nA) 9\nB) 10"), std::string::npos)
+      << f.llm.prompt(0);
+}
+
 TEST(RlotEnvTest, WithoutAPolicyActsUniformlyAndSeeded) {
   Fixture f;
   runtime::EpisodeInput in = Input();
