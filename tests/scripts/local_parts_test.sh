@@ -103,6 +103,22 @@ case $case_name in
     "$allot" config print "$run/config.yaml" > "$tmp/print.log" 2>&1 ||
       fail "the run's config.yaml does not load: $(cat "$tmp/print.log")"
     grep -q "local_workers: 2" "$tmp/print.log" || fail "config print lost rollout.local_workers"
+    # `allot eval RUN` serves the run's endpoints again, the trained adapter on the router's, and
+    # prints the before/after table (apps/coger_table.h).
+    python3 -c '
+import os, sys
+os.setsid()
+os.execvp(sys.argv[1], sys.argv[1:])' "$allot" eval "$run" --episodes 3 --json "$tmp/table.json" \
+      > "$tmp/eval.log" 2>&1 &
+    pid=$!
+    wait "$pid" || fail "allot eval exited $?: $(tail -5 "$tmp/eval.log")"
+    for row in "fixed L1" "fixed L4" "random (expected)" "random (one draw)" \
+               "router (untrained)" "router (trained)" "per difficulty"; do
+      grep -q "^$row[ :]" "$tmp/eval.log" || fail "the table lacks '$row': $(cat "$tmp/eval.log")"
+    done
+    [[ -s $run/logs/eval-serve-t0.log ]] || fail "no log $run/logs/eval-serve-t0.log"
+    left=$(pgrep -s "$pid" | wc -l)
+    [[ $left == 0 ]] || fail "$left processes of allot eval are still running"
     ;;
   sigint) [[ $code == 130 ]] || fail "exit code $code after SIGINT, expected 130" ;;
   sigterm) [[ $code == 143 ]] || fail "exit code $code after SIGTERM, expected 143" ;;
