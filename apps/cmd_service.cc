@@ -37,6 +37,11 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   serve->add_option("--device", sc->device, "torch device")->capture_default_str();
   serve->add_option("--threads", sc->threads, "CPU threads for LibTorch and the BLAS (0 = all)")
       ->capture_default_str();
+  serve
+      ->add_option("--cuda-graphs", sc->cuda_graphs,
+                   "decode steps as CUDA graphs: auto (on for CUDA devices), true, false")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "true", "false"}));
   serve->add_option("--api-key", sc->api_key, "require Authorization: Bearer KEY");
   serve->add_option("--chat-template", sc->chat_template.kind, "auto, chatml or llama3")
       ->capture_default_str()

@@ -132,48 +132,6 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// KVCache
-
-KVCache::KVCache(int64_t num_layers) : k_(num_layers), v_(num_layers), length_(num_layers, 0) {}
-
-int64_t KVCache::batch_size() const { return k_.empty() || !k_[0].defined() ? 0 : k_[0].size(0); }
-
-std::pair<at::Tensor, at::Tensor> KVCache::Append(int64_t layer, const at::Tensor& k,
-                                                  const at::Tensor& v) {
-  at::Tensor& kb = k_[layer];
-  at::Tensor& vb = v_[layer];
-  int64_t& len = length_[layer];
-  const int64_t t = k.size(2);
-  const int64_t capacity = kb.defined() ? kb.size(2) : 0;
-  if (len + t > capacity) {
-    const int64_t grown = std::max({len + t, 2 * capacity, int64_t{16}});
-    std::vector<int64_t> shape = k.sizes().vec();
-    shape[2] = grown;
-    at::Tensor nk = torch::empty(shape, k.options());
-    at::Tensor nv = torch::empty(shape, v.options());
-    if (len > 0) {
-      nk.narrow(2, 0, len).copy_(kb.narrow(2, 0, len));
-      nv.narrow(2, 0, len).copy_(vb.narrow(2, 0, len));
-    }
-    kb = nk;
-    vb = nv;
-  }
-  kb.narrow(2, len, t).copy_(k);
-  vb.narrow(2, len, t).copy_(v);
-  len += t;
-  return {kb.narrow(2, 0, len), vb.narrow(2, 0, len)};
-}
-
-void KVCache::Select(const at::Tensor& batch_indices) {
-  for (size_t l = 0; l < k_.size(); ++l) {
-    if (!k_[l].defined()) continue;
-    at::Tensor idx = batch_indices.to(k_[l].device());
-    k_[l] = k_[l].index_select(0, idx);
-    v_[l] = v_[l].index_select(0, idx);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Layers
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options) : eps_(eps) {
@@ -207,7 +165,7 @@ class AttentionImpl : public torch::nn::Module {
   // `segments` (packed_sequences.h): x is one packed row [1, N, hidden] whose segments attend
   // only within themselves, and `allowed` is then the causal mask [L, L] of the longest one.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                     const at::Tensor& allowed, KVCache* cache, int64_t layer,
+                     const at::Tensor& allowed, AttentionCache* cache, int64_t layer,
                      const std::vector<int64_t>* segments = nullptr) {
     const int64_t b = x.size(0);
     const int64_t t = x.size(1);
@@ -223,6 +181,9 @@ class AttentionImpl : public torch::nn::Module {
     q = q * cos + RotateHalf(q) * sin;
     k = k * cos + RotateHalf(k) * sin;
     if (cache != nullptr) std::tie(k, v) = cache->Append(layer, k, v);
+    if (t == 1 && segments == nullptr && heads_ != kv_heads_) {
+      return o_proj(DecodeGrouped(q, k, v, allowed).reshape({b, 1, heads_ * head_dim_}));
+    }
     if (heads_ != kv_heads_) {  // grouped-query attention: each kv head serves heads/kv queries
       k = k.repeat_interleave(heads_ / kv_heads_, 1);
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
@@ -298,6 +259,30 @@ class AttentionImpl : public torch::nn::Module {
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
 
  private:
+  // One decode step of grouped-query attention without repeating keys and values: the
+  // heads / kv_heads query heads that share a kv head (consecutive, as repeat_interleave pairs
+  // them) become that many query rows of it, q [B, heads, 1, D] -> [B, kv_heads, groups, D]; a
+  // view, where repeat_interleave copied the whole cache twice per layer and step. `allowed`
+  // (undefined or [B, 1, 1, S] / [B, S] bool) applies to every row. Returns [B, kv_heads,
+  // groups, D] (not necessarily contiguous: CUDA kernels may lay it out otherwise).
+  at::Tensor DecodeGrouped(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& allowed) {
+    const int64_t b = q.size(0);
+    const at::Tensor qg = q.reshape({b, kv_heads_, heads_ / kv_heads_, head_dim_});
+    const at::Tensor mask = allowed.defined() ? allowed.view({b, 1, 1, -1}) : at::Tensor();
+#if TORCH_VERSION_MAJOR >= 2
+    return mask.defined() ? at::scaled_dot_product_attention(qg, k, v, mask)
+                          : at::scaled_dot_product_attention(qg, k, v);
+#else
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+    at::Tensor scores = (torch::matmul(qg, k.transpose(2, 3)) * scale).to(torch::kFloat);
+    if (mask.defined()) {
+      scores = scores.masked_fill(mask.logical_not(), std::numeric_limits<float>::lowest());
+    }
+    return torch::matmul(torch::softmax(scores, -1).to(q.scalar_type()), v);
+#endif
+  }
+
   int64_t heads_, kv_heads_, head_dim_;
 };
 TORCH_MODULE(Attention);
@@ -328,7 +313,7 @@ class DecoderLayerImpl : public torch::nn::Module {
     mlp = register_module("mlp", Mlp(c, o));
   }
   at::Tensor forward(at::Tensor h, const at::Tensor& cos, const at::Tensor& sin,
-                     const at::Tensor& allowed, KVCache* cache, int64_t layer,
+                     const at::Tensor& allowed, AttentionCache* cache, int64_t layer,
                      const std::vector<int64_t>* segments = nullptr) {
     h = h + self_attn->forward(input_layernorm(h), cos, sin, allowed, cache, layer, segments);
     return h + mlp(post_attention_layernorm(h));
@@ -424,7 +409,9 @@ at::Tensor CausalLMImpl::Hidden(const at::Tensor& input_ids, const at::Tensor& a
   // padding or a cache it stays the 2-D [T, T] causal mask, which tells the attention that a
   // plain causal kernel will do.
   at::Tensor allowed;
-  if (mask.defined() || t > 1) {
+  if (mask.defined() && t == 1) {
+    allowed = mask.view({b, 1, 1, s});  // one query at the last position: causal adds nothing
+  } else if (mask.defined() || t > 1) {
     auto lo = torch::TensorOptions().dtype(torch::kLong).device(dev);
     at::Tensor causal =
         (torch::arange(t, lo).unsqueeze(1) + past) >= torch::arange(s, lo).unsqueeze(0);
@@ -435,6 +422,15 @@ at::Tensor CausalLMImpl::Hidden(const at::Tensor& input_ids, const at::Tensor& a
     }
   }
   return RunDecoder(input_ids.to(dev), pos, allowed, cache);
+}
+
+at::Tensor CausalLMImpl::DecodeHidden(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                                      const at::Tensor& allowed, StaticKVCache* cache) {
+  TORCH_CHECK(input_ids.dim() == 2 && input_ids.size(1) == 1,
+              "DecodeHidden: input_ids must be [B, 1]");
+  TORCH_CHECK(allowed.dim() == 2 && allowed.size(1) == cache->capacity(),
+              "DecodeHidden: allowed must be [B, capacity]");
+  return RunDecoder(input_ids, position_ids, allowed.view({input_ids.size(0), 1, 1, -1}), cache);
 }
 
 at::Tensor CausalLMImpl::HiddenPacked(const at::Tensor& input_ids,
@@ -457,7 +453,7 @@ at::Tensor CausalLMImpl::HiddenPacked(const at::Tensor& input_ids,
 }
 
 at::Tensor CausalLMImpl::RunDecoder(const at::Tensor& input_ids, const at::Tensor& pos,
-                                    const at::Tensor& allowed, KVCache* cache,
+                                    const at::Tensor& allowed, AttentionCache* cache,
                                     const std::vector<int64_t>* segments) {
   at::Tensor freqs = pos.to(torch::kFloat).unsqueeze(-1) * inv_freq_;  // [B, T, D/2]
   at::Tensor emb = torch::cat({freqs, freqs}, -1);
@@ -686,6 +682,7 @@ Status CausalLMImpl::AttachLora(const LoraSpec& spec, const std::vector<std::str
   if (spec.r <= 0) return InvalidArgument("lora.r must be positive");
   ALLOT_ASSIGN_OR_RETURN(std::vector<std::string> kinds, ResolveTargetModules(target_kinds));
   DetachLora();
+  ++weights_version_;
   for (auto& p : parameters()) p.set_requires_grad(false);
   at::Generator gen = at::detail::createCPUGenerator(seed);
   for (auto& site : sites_) {
@@ -708,6 +705,7 @@ Status CausalLMImpl::SetLora(const LoraSpec& spec, const std::vector<std::string
                            std::to_string(sites) + " adapted projections");
   }
   DetachLora();
+  ++weights_version_;
   for (auto& p : parameters()) p.set_requires_grad(false);
   size_t i = 0;
   for (auto& site : sites_) {
@@ -719,10 +717,12 @@ Status CausalLMImpl::SetLora(const LoraSpec& spec, const std::vector<std::string
 }
 
 void CausalLMImpl::DetachLora() {
+  ++weights_version_;
   for (auto& site : sites_) site.linear->DetachLora();
 }
 
 void CausalLMImpl::MergeLora() {
+  ++weights_version_;
   for (auto& site : sites_) site.linear->MergeAndDetach();
 }
 
@@ -732,6 +732,7 @@ bool CausalLMImpl::has_lora() const {
 }
 
 void CausalLMImpl::SetLoraEnabled(bool enabled) {
+  ++weights_version_;
   for (auto& site : sites_) site.linear->set_lora_enabled(enabled);
 }
 

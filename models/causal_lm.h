@@ -25,33 +25,12 @@
 
 #include "core/status.h"
 #include "models/hf_config.h"
+#include "models/kv_cache.h"
 #include "models/lora.h"
 #include "models/model_config.h"
 #include "models/weights_io.h"
 
 namespace allot::models {
-
-// Keys and values of every layer for a batch, [B, kv_heads, length, head_dim] each, in buffers
-// that grow by doubling so that decoding one token does not copy the whole cache.
-class KVCache {
- public:
-  explicit KVCache(int64_t num_layers);
-
-  // Tokens stored so far (the same for every layer between forward calls).
-  int64_t length() const { return length_.empty() ? 0 : length_[0]; }
-  int64_t batch_size() const;
-
-  // Appends this step's keys/values of `layer` and returns views of everything stored.
-  std::pair<at::Tensor, at::Tensor> Append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
-
-  // Keeps only the rows `batch_indices` (int64 [B']) of the batch, e.g. unfinished sequences.
-  void Select(const at::Tensor& batch_indices);
-
- private:
-  std::vector<at::Tensor> k_;
-  std::vector<at::Tensor> v_;
-  std::vector<int64_t> length_;
-};
 
 class RMSNormImpl : public torch::nn::Module {
  public:
@@ -97,6 +76,13 @@ class CausalLMImpl : public torch::nn::Module {
   // counted from the mask); `cache` (nullable) is read and extended by T tokens.
   at::Tensor Hidden(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                     const at::Tensor& position_ids = {}, KVCache* cache = nullptr);
+
+  // Final hidden states [B, 1, hidden] of one decode step through a static cache: `input_ids`
+  // and `position_ids` [B, 1] int64, `allowed` bool [B, capacity] (true: a real token, this
+  // step's column included). Shapes are fixed and nothing is read back to the host, so a CUDA
+  // graph can capture it; the write column is cache->position(), which the caller advances.
+  at::Tensor DecodeHidden(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                          const at::Tensor& allowed, StaticKVCache* cache);
 
   // Final hidden states [N, hidden] of packed sequences (packed_sequences.h): `input_ids` [N]
   // holds segments of `lengths` one after another; each attends only within itself, with
@@ -166,6 +152,10 @@ class CausalLMImpl : public torch::nn::Module {
   bool has_lora() const;
   void SetLoraEnabled(bool enabled);
   std::vector<at::Tensor> LoraParameters() const;
+  // Changes whenever the tensors a forward pass reads change (an adapter attached, set,
+  // detached, merged, switched on or off): a captured CUDA graph of a decode step
+  // (StaticDecoder) is stale once it moves. In-place updates of the same tensors keep it.
+  uint64_t weights_version() const { return weights_version_; }
 
   // Writes DIR/config.json and DIR/model.safetensors with the adapter (if any) merged into the
   // weights, in `dtype` ("auto" = the model's dtype; "float16" works on CPU too).
@@ -186,12 +176,13 @@ class CausalLMImpl : public torch::nn::Module {
   at::Tensor inv_freq_;  // float32 [head_dim / 2]
   bool packing_ = true;
   int64_t checkpoint_layers_ = 0;  // decoder layers recomputed in backward, from the first
+  uint64_t weights_version_ = 0;
 
   // Embedding, the decoder layers (checkpointed when asked) and the final norm, for a mask
   // `allowed` [B or 1, 1, T, S] (undefined = everything) and positions [B, T]; with `segments`,
   // one packed row and the causal mask [L, L] of its longest segment.
   at::Tensor RunDecoder(const at::Tensor& input_ids, const at::Tensor& position_ids,
-                        const at::Tensor& allowed, KVCache* cache,
+                        const at::Tensor& allowed, AttentionCache* cache,
                         const std::vector<int64_t>* segments = nullptr);
 };
 TORCH_MODULE(CausalLM);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "models/static_decoder.h"
+
 namespace allot::models {
 namespace {
 
@@ -166,6 +168,10 @@ Result<std::vector<GenerationResult>> Generator::Generate(
   KVCache cache(config.num_hidden_layers);
   at::Tensor hidden = model_->Hidden(ids, mask, {}, &cache);
   at::Tensor logits = model_->Logits(hidden.select(1, static_cast<int64_t>(width) - 1));
+  int64_t longest = 0;
+  for (const auto& r : requests) longest = std::max(longest, r.params.max_tokens);
+  // The last token sampled is never fed back: width + longest - 1 columns are ever written.
+  StaticDecoder decoder(model_, cache, mask, static_cast<int64_t>(width) + longest);
 
   std::vector<size_t> active(seqs.size());
   for (size_t i = 0; i < active.size(); ++i) active[i] = i;
@@ -191,16 +197,9 @@ Result<std::vector<GenerationResult>> Generator::Generate(
       }
     }
     if (!failure.ok() || still.empty()) break;
-    if (still.size() < active.size()) {
-      at::Tensor idx = torch::tensor(keep_rows, long_cpu).to(dev);
-      cache.Select(idx);
-      mask = mask.index_select(0, idx);
-    }
+    if (still.size() < active.size()) decoder.Select(torch::tensor(keep_rows, long_cpu).to(dev));
     active = std::move(still);
-    const int64_t rows = static_cast<int64_t>(active.size());
-    mask = torch::cat({mask, torch::ones({rows, 1}, mask.options())}, 1);
-    at::Tensor step = torch::tensor(next, long_cpu).view({rows, 1}).to(dev);
-    logits = model_->Logits(model_->Hidden(step, mask, {}, &cache).select(1, 0));
+    logits = decoder.Step(torch::tensor(next, long_cpu).to(dev));
   }
   model_->train(was_training);
   if (!failure.ok()) return failure;
@@ -222,14 +221,12 @@ struct DecodeBatch::State {
     GenerationResult result;
     int64_t running = 0;  // samples not finished yet
   };
-  explicit State(int64_t layers) : cache(layers) {}
 
   // Forgets the batch's rows (not the waiting requests).
-  void DropRows(int64_t layers) {
+  void DropRows() {
     rows.clear();
     row_ids.clear();
-    cache = KVCache(layers);
-    mask = at::Tensor();
+    decoder.reset();
     logits = at::Tensor();
   }
 
@@ -238,16 +235,15 @@ struct DecodeBatch::State {
   int64_t waiting_rows = 0;                 // their samples
   std::vector<std::unique_ptr<Live>> rows;  // one per batch row
   std::vector<uint64_t> row_ids;            // the request id of each row
-  KVCache cache;
-  at::Tensor mask;    // [rows, length] int64, 1 = real token
-  at::Tensor logits;  // [rows, vocab] float32: next-token logits of each row
+  std::unique_ptr<StaticDecoder> decoder;   // the rows' cache, mask and positions
+  at::Tensor logits;                        // [rows, vocab] float32: next-token logits of each row
 };
 
 DecodeBatch::DecodeBatch(CausalLMImpl* model, const Tokenizer* tokenizer)
     : model_(model),
       tokenizer_(tokenizer),
       eos_(EosOf(*model)),
-      state_(std::make_unique<State>(model->config().num_hidden_layers)) {}
+      state_(std::make_unique<State>()) {}
 
 DecodeBatch::~DecodeBatch() = default;
 
@@ -257,18 +253,17 @@ int64_t DecodeBatch::sequences() const {
 
 int64_t DecodeBatch::requests() const { return static_cast<int64_t>(state_->requests.size()); }
 
-void DecodeBatch::Clear() { state_ = std::make_unique<State>(model_->config().num_hidden_layers); }
+void DecodeBatch::Clear() { state_ = std::make_unique<State>(); }
 
 namespace {
 
-// Every layer's stored keys and values of `cache` ([B, kv_heads, length, head_dim]).
-std::vector<std::pair<at::Tensor, at::Tensor>> Contents(KVCache& cache, const TransformerConfig& c,
-                                                        const at::TensorOptions& options) {
-  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_attention_heads;
-  at::Tensor none = torch::empty({cache.batch_size(), c.num_key_value_heads, 0, head_dim}, options);
-  std::vector<std::pair<at::Tensor, at::Tensor>> out;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) out.push_back(cache.Append(l, none, none));
-  return out;
+// Static cache columns for a batch of `length` columns whose rows still sample up to `remaining`
+// tokens each (the last one is never fed back), rounded up to a multiple of 64 so that batches
+// of similar lengths share a shape.
+int64_t DecodeCapacity(int64_t length, int64_t remaining) {
+  constexpr int64_t kRound = 64;
+  const int64_t need = length + std::max<int64_t>(remaining, 1);
+  return (need + kRound - 1) / kRound * kRound;
 }
 
 at::Tensor PadLeft(const at::Tensor& t, int64_t dim, int64_t to) {
@@ -350,27 +345,36 @@ void DecodeBatch::Prefill(const std::vector<uint64_t>& ids) {
   KVCache cache(config.num_hidden_layers);
   at::Tensor logits = model_->Logits(model_->Hidden(ids_t, mask, {}, &cache).select(1, len - 1));
 
+  // The most tokens any row, old or new, may still sample.
+  int64_t remaining = 0;
+  for (const auto& row : st.rows) {
+    remaining = std::max(remaining,
+                         row->params->max_tokens - static_cast<int64_t>(row->out.token_ids.size()));
+  }
+  for (uint64_t id : ids) {
+    remaining = std::max(remaining, st.requests.at(id)->request.params.max_tokens);
+  }
   if (st.rows.empty()) {
-    st.cache = std::move(cache);
-    st.mask = mask;
+    st.decoder = std::make_unique<StaticDecoder>(model_, cache, mask,
+                                                 DecodeCapacity(len, remaining), cuda_graphs_);
     st.logits = logits;
   } else {
     // Merge: both caches left-padded to the longer length, the new rows after the old ones.
-    const int64_t old_len = st.mask.size(1);
+    const int64_t old_len = st.decoder->length();
     const int64_t width = std::max(old_len, len);
-    const auto options = torch::TensorOptions().dtype(model_->dtype()).device(dev);
-    auto old_kv = Contents(st.cache, config, options);
-    auto new_kv = Contents(cache, config, options);
+    const auto old_kv = st.decoder->Contents();
     KVCache merged(config.num_hidden_layers);
     for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-      at::Tensor k =
-          torch::cat({PadLeft(old_kv[l].first, 2, width), PadLeft(new_kv[l].first, 2, width)}, 0);
-      at::Tensor v =
-          torch::cat({PadLeft(old_kv[l].second, 2, width), PadLeft(new_kv[l].second, 2, width)}, 0);
+      const auto [nk, nv] = cache.Stored(l);
+      at::Tensor k = torch::cat({PadLeft(old_kv[l].first, 2, width), PadLeft(nk, 2, width)}, 0);
+      at::Tensor v = torch::cat({PadLeft(old_kv[l].second, 2, width), PadLeft(nv, 2, width)}, 0);
       merged.Append(l, k, v);
     }
-    st.cache = std::move(merged);
-    st.mask = torch::cat({PadLeft(st.mask, 1, width), PadLeft(mask, 1, width)}, 0);
+    const at::Tensor merged_mask = torch::cat(
+        {PadLeft(st.decoder->Mask(), 1, width), PadLeft(mask.to(torch::kBool), 1, width)}, 0);
+    st.decoder.reset();  // its buffers go before the new ones are allocated
+    st.decoder = std::make_unique<StaticDecoder>(model_, merged, merged_mask,
+                                                 DecodeCapacity(width, remaining), cuda_graphs_);
     st.logits = torch::cat({st.logits, logits}, 0);
   }
   for (uint64_t id : ids) {
@@ -404,13 +408,12 @@ Status DecodeBatch::Cancel(uint64_t id) {
   }
   st.requests.erase(id);
   if (keep.empty()) {
-    st.DropRows(model_->config().num_hidden_layers);
+    st.DropRows();
     return Status::Ok();
   }
   torch::NoGradGuard no_grad;
   at::Tensor idx = torch::tensor(keep, torch::kLong).to(model_->device());
-  st.cache.Select(idx);
-  st.mask = st.mask.index_select(0, idx);
+  st.decoder->Select(idx);
   st.logits = st.logits.index_select(0, idx);
   st.rows = std::move(rows);
   st.row_ids = std::move(row_ids);
@@ -455,8 +458,7 @@ Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::Step() {
   const at::Device dev = model_->device();
   if (keep_rows.size() < st.rows.size()) {
     at::Tensor idx = torch::tensor(keep_rows, torch::kLong).to(dev);
-    st.cache.Select(idx);
-    st.mask = st.mask.index_select(0, idx);
+    st.decoder->Select(idx);
     std::vector<std::unique_ptr<Live>> rows;
     std::vector<uint64_t> row_ids;
     for (int64_t r : keep_rows) {
@@ -466,10 +468,7 @@ Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::Step() {
     st.rows = std::move(rows);
     st.row_ids = std::move(row_ids);
   }
-  const int64_t rows = static_cast<int64_t>(st.rows.size());
-  st.mask = torch::cat({st.mask, torch::ones({rows, 1}, st.mask.options())}, 1);
-  at::Tensor step = torch::tensor(next, torch::kLong).view({rows, 1}).to(dev);
-  st.logits = model_->Logits(model_->Hidden(step, st.mask, {}, &st.cache).select(1, 0));
+  st.logits = st.decoder->Step(torch::tensor(next, torch::kLong).to(dev));
   return finished;
 }
 

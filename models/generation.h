@@ -113,6 +113,10 @@ class DecodeBatch {
   // Drops every sequence (e.g. after a failed step).
   void Clear();
 
+  // Replays decode steps as CUDA graphs (StaticDecoder): only for a CUDA model in a CUDA build
+  // (DecodeGraph::Available()). Off by default.
+  void set_cuda_graphs(bool on) { cuda_graphs_ = on; }
+
  private:
   struct State;
   // Prefills the waiting requests, a group at a time, and appends their rows to the batch.
@@ -123,6 +127,7 @@ class DecodeBatch {
   const Tokenizer* tokenizer_;
   std::vector<int32_t> eos_;
   std::unique_ptr<State> state_;
+  bool cuda_graphs_ = false;
 };
 
 }  // namespace allot::models

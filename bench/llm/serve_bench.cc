@@ -5,6 +5,7 @@
 //
 //   allot_serve_bench [--threads 1] [--max-tokens 64] [--requests 32] [--clients 1,8,32]
 //                     [--temperature 1] [--prompt-len 0] [--device cpu] [--dtype auto]
+//                     [--cuda-graphs auto|true|false]
 //                     [--model-dir DIR]
 //
 // Without --model-dir the model is the generation benchmark's tiny Qwen2 shape (byte
@@ -60,6 +61,7 @@ struct Options {
   int prompt_len = 0;
   std::string device = "cpu";
   std::string dtype = "auto";
+  std::string cuda_graphs = "auto";  // serve.cuda_graphs
   std::string model_dir;
 };
 
@@ -217,6 +219,8 @@ Options ParseOptions(int argc, char** argv) {
       o.device = value;
     } else if (flag == "--dtype") {
       o.dtype = value;
+    } else if (flag == "--cuda-graphs") {
+      o.cuda_graphs = value;
     } else if (flag == "--model-dir") {
       o.model_dir = value;
     } else {
@@ -244,6 +248,7 @@ int main(int argc, char** argv) {
   config.port = 0;
   config.device = o.device;
   config.dtype = o.dtype;
+  config.cuda_graphs = o.cuda_graphs;
   // Every client's request decodes in the one batch, and each holds an HTTP thread meanwhile.
   config.max_batch = std::max(32, most);
   config.http_threads = std::max(config.http_threads, most + 8);
@@ -267,7 +272,7 @@ int main(int argc, char** argv) {
   const json common = {{"bench", "allot_serve"},     {"device", o.device},
                        {"dtype", o.dtype},           {"max_tokens", o.max_tokens},
                        {"prompt_len", o.prompt_len}, {"temperature", o.temperature},
-                       {"threads", o.threads}};
+                       {"threads", o.threads},       {"cuda_graphs", o.cuda_graphs}};
   json base = common;
   base.update({{"clients", 1},
                {"one_at_a_time", true},

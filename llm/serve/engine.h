@@ -37,6 +37,7 @@ struct EngineOptions {
   int max_batch = 32;     // sequences per batch
   int batch_wait_ms = 2;  // wait for more jobs before a batch starts
   int max_waiting = 1024;
+  bool cuda_graphs = false;  // DecodeBatch::set_cuda_graphs
 };
 
 struct TopToken {

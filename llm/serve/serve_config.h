@@ -24,6 +24,9 @@ struct ServeConfig {
   int max_waiting = 1024;  // queued requests beyond this get 503
   int http_threads = 64;   // connections served at once
   int64_t max_body_bytes = 4 << 20;
+  // CUDA graphs of the decode step (models/decode_graph.h): "auto" = on for a CUDA device in a
+  // CUDA build, "true" (an error elsewhere), "false".
+  std::string cuda_graphs = "auto";
   int default_max_tokens = 16;  // completions (OpenAI's default); chat runs to the context end
   std::string api_key;          // empty = no authentication
   models::ChatTemplateConfig chat_template;
@@ -43,6 +46,9 @@ struct ServeConfig {
     v.Field("max_batch", max_batch, {.doc = "sequences decoded together", .min = 1});
     v.Field("batch_wait_ms", batch_wait_ms,
             {.doc = "how long a batch waits for more requests before it starts", .min = 0});
+    v.Field("cuda_graphs", cuda_graphs,
+            {.doc = "replay the decode step as a CUDA graph (auto: on for CUDA devices)",
+             .choices = {"auto", "true", "false"}});
     v.Field("max_waiting", max_waiting, {.doc = "queued requests before 503", .min = 1});
     v.Field("http_threads", http_threads, {.doc = "concurrent HTTP connections", .min = 1});
     v.Field("max_body_bytes", max_body_bytes, {.doc = "request body limit (413)", .min = 1});

@@ -20,6 +20,7 @@
 #include "llm/serve/api_request.h"
 #include "llm/serve/api_response.h"
 #include "llm/serve/step_pooling.h"
+#include "models/decode_graph.h"
 
 namespace allot::llm::serve {
 namespace {
@@ -87,6 +88,14 @@ Result<std::unique_ptr<Server>> Server::Create(const ServeConfig& config) {
   load.dtype = config.dtype;
   load.device = config.device;
   ALLOT_ASSIGN_OR_RETURN(auto model, models::CausalLMImpl::Load(config.model, load));
+  const bool graphs_possible = models::DecodeGraph::Available() && model->device().is_cuda();
+  if (config.cuda_graphs == "true" && !graphs_possible) {
+    return InvalidArgument(
+        "serve.cuda_graphs: true, but " +
+        std::string(models::DecodeGraph::Available() ? "the device is " + config.device
+                                                     : "this build has no CUDA (ALLOT_WITH_CUDA)") +
+        ": CUDA graphs need a CUDA device in a CUDA build (set it to false or auto)");
+  }
   ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<models::Tokenizer> tok,
                          models::LoadTokenizer(config.model));
   auto kind = models::ResolveChatTemplate(config.chat_template, config.model);
@@ -107,6 +116,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServeConfig& config) {
   eo.max_batch = config.max_batch;
   eo.batch_wait_ms = config.batch_wait_ms;
   eo.max_waiting = config.max_waiting;
+  eo.cuda_graphs = config.cuda_graphs != "false" && graphs_possible;
   s->engine_ = std::make_unique<Engine>(
       std::move(model), std::shared_ptr<const models::Tokenizer>(std::move(tok)), eo, &s->metrics_);
   for (const auto& spec : config.adapters) {

@@ -61,7 +61,7 @@ stage() {
 # Only what the chosen stages run.
 TARGETS=()
 want() { [[ " $STAGES " == *" $1 "* ]]; }
-want tests && TARGETS+=(allot_gpu_tests)
+want tests && TARGETS+=(allot_gpu_tests allot_decode_graph_tests)
 want parity && TARGETS+=(allot_parity_dump)
 want grpo && TARGETS+=(allot_grpo_bench)
 want serve && TARGETS+=(allot_serve_bench)
@@ -92,7 +92,7 @@ if [[ -f "$BUILD/env.sh" ]]; then
   stage parity 60 bench/gpu/parity.sh "$BUILD" "$OUT/parity"
   # The 16k-token case before the 1.5B batch: it is the one the published anchor measures.
   stage grpo "${GRPO_S:-230}" env CASES="${GRPO_CASES:-agree a c b}" bench/gpu/grpo_bench_gpu.sh "$BUILD" "$OUT/grpo"
-  stage serve 100 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
+  stage serve 200 bench/gpu/serve_bench_gpu.sh "$BUILD" "$OUT/serve"
   stage loop "${LOOP_S:-400}" env CASES="${LOOP_CASES:-qwen3-0.6b qwen3-4b}" \
     bench/gpu/grpo_loop_gpu.sh "$BUILD" "$OUT/loop"
 fi

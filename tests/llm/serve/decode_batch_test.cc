@@ -85,6 +85,61 @@ TEST_F(DecodeBatchTest, LateJoinersMatchTheirSoloGeneration) {
   for (uint64_t i = 0; i < 3; ++i) ExpectSoloGeneration(i, got[i], requests[i]);
 }
 
+// Greedy completions of a Qwen3-shaped grouped-query model whose requests join at different
+// steps and stop at different lengths equal the argmax of a full recomputation of each
+// sequence alone, without any cache: what the decode path computed before its static cache.
+TEST(DecodeBatchGqaTest, GreedyCompletionsEqualFullRecomputation) {
+  ByteTokenizer tok;
+  auto m = CausalLMImpl::Load(testing::WriteTinyModel(testing::MakeTempDir("decode_batch_gqa"),
+                                                      {.model_type = "qwen3",
+                                                       .vocab_size = tok.vocab_size(),
+                                                       .num_heads = 4,
+                                                       .num_kv_heads = 2,
+                                                       .seed = 11}));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto model = *m;
+  auto request = [](std::vector<int32_t> prompt, int64_t max_tokens) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.params.max_tokens = max_tokens;
+    r.params.temperature = 0.0;
+    r.params.ignore_eos = true;
+    return r;
+  };
+  const std::vector<GenerationRequest> requests = {
+      request({72, 101, 108}, 9), request({5, 6, 7, 8, 9, 10, 11}, 3), request({40}, 6)};
+  DecodeBatch batch(model.get(), &tok);
+  std::map<uint64_t, GenerationResult> got;
+  ASSERT_TRUE(batch.Add(0, requests[0]).ok());
+  for (int step = 0; step < 30 && got.size() < 3; ++step) {
+    if (step == 1) {
+      ASSERT_TRUE(batch.Add(1, requests[1]).ok());
+    }
+    if (step == 2) {
+      ASSERT_TRUE(batch.Add(2, requests[2]).ok());
+    }
+    auto done = batch.Step();
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    for (auto& [id, r] : *done) got[id] = std::move(r);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  torch::NoGradGuard g;
+  for (uint64_t i = 0; i < 3; ++i) {
+    const auto& s = got[i].samples.at(0);
+    ASSERT_EQ(static_cast<int64_t>(s.token_ids.size()), requests[i].params.max_tokens);
+    std::vector<int64_t> seq(requests[i].prompt.begin(), requests[i].prompt.end());
+    for (size_t t = 0; t < s.token_ids.size(); ++t) {
+      const at::Tensor logits =
+          model->forward(torch::tensor(seq, torch::kLong).unsqueeze(0))[0][-1];
+      EXPECT_EQ(s.token_ids[t], logits.argmax().item<int64_t>())
+          << "request " << i << " token " << t;
+      EXPECT_NEAR(s.logprobs[t], torch::log_softmax(logits, -1)[s.token_ids[t]].item<float>(),
+                  1e-4);
+      seq.push_back(s.token_ids[t]);
+    }
+  }
+}
+
 // Requests added between two steps are prefilled together, left-padded to the longest prompt;
 // each still gets what it would get alone, and a request cancelled before its prefill never
 // runs. The first three form one group; after a step, 4 and 5 join, and 5 (82 rows x 200

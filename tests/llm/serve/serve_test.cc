@@ -503,6 +503,24 @@ TEST(ServeAuthTest, ApiKeyIsRequiredExceptForHealth) {
   EXPECT_EQ(Get(*port, "/health").status, 200);
 }
 
+// serve.cuda_graphs true on the CPU is an error naming the field, not a silently eager server;
+// false and auto start.
+TEST(ServeCudaGraphsTest, TrueOnTheCpuIsAnErrorNamingTheField) {
+  ServeConfig c;
+  c.model = testing::WriteServableTinyModel("serve_graphs");
+  c.port = 0;
+  c.cuda_graphs = "true";
+  auto s = Server::Create(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("serve.cuda_graphs"), std::string::npos)
+      << s.status().ToString();
+  for (const char* ok : {"auto", "false"}) {
+    c.cuda_graphs = ok;
+    auto t = Server::Create(c);
+    EXPECT_TRUE(t.ok()) << ok << ": " << t.status().ToString();
+  }
+}
+
 TEST_F(ServeTest, BadAdapterSpecIsRejected) {
   EXPECT_FALSE(ParseAdapterSpec("noequals").ok());
   EXPECT_FALSE(ParseAdapterSpec("=dir").ok());
