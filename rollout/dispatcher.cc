@@ -105,6 +105,13 @@ void Dispatcher::ConnectionLoop(int index) {
     hello_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     grpc::Status hs = conn->stub->Hello(&hello_ctx, hello, &reply);
     if (!hs.ok() || reply.capacity() == 0 || reply.protocol_version() != v1::PROTOCOL_VERSION_1) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        conn->hello_error =
+            !hs.ok() ? "gRPC code " + std::to_string(hs.error_code()) + ": " + hs.error_message()
+            : reply.capacity() == 0 ? "worker reports capacity 0"
+                                    : "worker speaks another protocol version";
+      }
       // Jittered exponential backoff: workers restarting together do not reconnect in lockstep.
       std::uniform_int_distribution<int64_t> jitter(0, backoff / 2);
       if (!SleepUnlessStopping(std::chrono::milliseconds(backoff + jitter(rng)))) return;
@@ -123,6 +130,7 @@ void Dispatcher::ConnectionLoop(int index) {
         return;
       }
       conn->connected = true;
+      conn->hello_error.clear();
       conn->draining = reply.draining();
       conn->full = false;
       conn->capacity = std::min<uint32_t>(reply.capacity(), 1u << 20);
@@ -584,6 +592,17 @@ DispatcherStats Dispatcher::stats() const {
   s.open = static_cast<int64_t>(ledger_.size());
   s.closed_remembered = static_cast<int64_t>(closed_.size());
   return s;
+}
+
+std::string Dispatcher::DescribeUnconnected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const auto& conn : conns_) {
+    if (conn->connected) continue;
+    if (!out.empty()) out += ", ";
+    out += conn->name + " (" + (conn->hello_error.empty() ? "connecting" : conn->hello_error) + ")";
+  }
+  return out;
 }
 
 bool Dispatcher::WaitForWorkers(int n, std::chrono::milliseconds timeout) {

@@ -91,6 +91,11 @@ class Dispatcher {
   DispatcherStats stats() const;
   // Waits until `n` workers are connected or the timeout passes.
   bool WaitForWorkers(int n, std::chrono::milliseconds timeout);
+  // The workers not connected now, each with why its last Hello failed, e.g. "10.0.0.21:50051
+  // (UNAVAILABLE: Socket closed)"; "" when every worker is connected. A refused TLS handshake
+  // (no valid client certificate) looks like an unreachable worker until then, so the trainers'
+  // timeouts name them.
+  std::string DescribeUnconnected() const;
   void Shutdown();
 
  private:
@@ -119,6 +124,7 @@ class Dispatcher {
     bool full = false;
     uint32_t capacity = 0;
     uint64_t session = 0;
+    std::string hello_error;  // why the last Hello failed ("" once connected)
     grpc::ClientContext* ctx = nullptr;
     int missed = 0;
     std::unordered_set<std::string> assigned;

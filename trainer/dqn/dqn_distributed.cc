@@ -178,10 +178,11 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
     auto finished = dispatcher->Next(std::chrono::milliseconds(200));
     if (!finished.has_value()) {
       if (std::chrono::steady_clock::now() - last_progress > idle_timeout_) {
+        const std::string unconnected = dispatcher->DescribeUnconnected();
         status = DeadlineExceeded(
             "dqn.distributed: no episode finished in " + std::to_string(idle_timeout_.count()) +
             " ms (workers: " + std::to_string(dispatcher->stats().workers_connected) +
-            " connected)");
+            " connected" + (unconnected.empty() ? "" : "; not connected: " + unconnected) + ")");
       }
       continue;
     }

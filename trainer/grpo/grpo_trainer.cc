@@ -591,9 +591,11 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       auto fe = dispatcher->Next(std::chrono::milliseconds(100));
       if (!fe.has_value()) {
         if (Clock::now() > deadline) {
+          const std::string unconnected = dispatcher->DescribeUnconnected();
           return DeadlineExceeded("grpo: rollout workers returned no group within " +
                                   std::to_string(g.rollout_timeout_s) +
-                                  " s (grpo.rollout_timeout_s)");
+                                  " s (grpo.rollout_timeout_s)" +
+                                  (unconnected.empty() ? "" : "; not connected: " + unconnected));
         }
         continue;
       }
