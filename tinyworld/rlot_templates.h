@@ -1,7 +1,7 @@
 // The tiny world's RLoT prompts (App. K wording shortened to one instruction line for
 // byte-level models). envs/rlot fills them with its own FillTemplate ({name} placeholders,
 // unknown names left as they are) from configs/prompts/tinyworld/rlot/<name>.txt, whose text
-// equals these constants (tests compare them); sft_data.cc renders its RLoT records from the
+// equals these constants (tests compare them); sft_records.cc renders its RLoT records from the
 // same strings, so training and the env send the same bytes. The env drops the trailing newline
 // of a template file, so those records' prompts end at the instruction and their completions
 // begin with the newline (the env trims replies).

@@ -15,7 +15,7 @@
 #include "core/config/schema.h"
 #include "core/status.h"
 #include "tinyworld/knowledge_world.h"
-#include "tinyworld/sft_data.h"
+#include "tinyworld/sft_records.h"
 #include "tinyworld/task_item.h"
 
 namespace allot::tinyworld {

@@ -1,5 +1,5 @@
 // The SFT data of the tiny models: each format's shape, and that its content is right.
-#include "tinyworld/sft_data.h"
+#include "tinyworld/sft_records.h"
 
 #include <gtest/gtest.h>
 

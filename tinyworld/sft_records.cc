@@ -1,4 +1,4 @@
-#include "tinyworld/sft_data.h"
+#include "tinyworld/sft_records.h"
 
 #include <algorithm>
 #include <cstdio>
