@@ -202,6 +202,17 @@ EOF
   exit 0
 fi
 
+if [[ $env_name == atlas ]]; then
+  # ATLAS trains nothing: the orchestrator and the integrator ablation on the eval subset;
+  # `allot eval` serves the recipe's tiers itself.
+  export ALLOT_TW_POOL=$(realpath "$pool")
+  eval_args=(eval "$run_dir" -c "$recipe_file" --method all --json "$run_dir/eval/atlas.json")
+  say "allot ${eval_args[*]} ($eval_items test items)"
+  run "$ALLOT" "${eval_args[@]}"
+  say "done in $(( $(date +%s) - started )) s: $run_dir/eval/atlas.json"
+  exit 0
+fi
+
 # --- servers: one `allot serve` per tier, on free ports ------------------------------------
 needs_llm=1
 [[ $recipe == chain ]] && needs_llm=0
@@ -220,7 +231,7 @@ if [[ $needs_llm == 1 ]]; then
     echo "    $t: ${!tw_url_var} ($tw_url_var)"
   done
 fi
-if [[ $needs_llm == 1 && $env_name != atlas ]]; then  # ATLAS evaluates in this process
+if [[ $needs_llm == 1 ]]; then
   tw_start_workers "$ALLOT" "$logs" "$recipe_file" ||
     { echo "quickstart.sh: the rollout workers did not start" >&2; exit 1; }
   say "rollout workers: $ALLOT_QS_WORKER_A $ALLOT_QS_WORKER_B"
@@ -232,14 +243,6 @@ train_name=train
 train_args=(train -c "$recipe_file" --set "run.output_dir=$run_dir" --name "$train_name" "${overrides[@]}")
 [[ -n $steps ]] && train_args+=(--set "trainer.total_steps=$steps")
 
-if [[ $env_name == atlas ]]; then
-  # ATLAS trains nothing: the orchestrator and the integrator ablation on the eval subset.
-  eval_args=(eval "$run_dir" -c "$recipe_file" --method all --json "$run_dir/eval/atlas.json")
-  say "allot ${eval_args[*]} ($eval_items test items)"
-  run "$ALLOT" "${eval_args[@]}"
-  say "done in $(( $(date +%s) - started )) s: $run_dir/eval/atlas.json"
-  exit 0
-fi
 # One `allot eval` per method and shard of the eval subset (eval-<k>.jsonl from split-data),
 # all at once, so that the servers batch their requests together; each gets the run's --set
 # overrides (an override of the env changes what every method is measured against); each writes
