@@ -40,6 +40,9 @@ PACKAGES=(
   gnuplot-nox                                                # GRPO runs' reward/cost curve PNG
   prometheus                          # tests: promtool check metrics, a real scrape of /metrics
   python3-protobuf                    # tests: TensorBoard events decoded by the protobuf runtime
+  iproute2                            # tests: hosts as network namespaces (ip netns, veth, bridge)
+  slurm-wlm                           # tests: a SLURM cluster (munge, slurmctld, slurmd) runs
+                                      # docs/launch/slurm.sbatch; its system services are not used
 )
 
 step "checking the platform"

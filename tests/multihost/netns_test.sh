@@ -17,7 +17,8 @@
 #   tests/multihost/netns_test.sh ALLOT_BINARY [--loopback] [--steps N]
 # --loopback runs the same processes, certificates included, on 127.0.0.1 of this host (the
 # reference for the network's per-step overhead, docs/benchmarks.md); --steps sets the GRPO
-# run's length (default 3). The GRPO run's mean time/step_s is printed as "grpo step_s".
+# run's length (default 3). The GRPO run's mean time/step_s, time/rollout_wait_s and time/sync_s
+# are printed ("grpo time/step_s ...").
 # Exit 0: passed; 77: skipped (not root, no iproute2/openssl, namespaces refused, no t0 tier).
 set -uo pipefail
 allot=$(realpath "$1")
@@ -207,12 +208,14 @@ if [[ $loopback == 0 ]]; then
     fail "little traffic crossed the bridge: learner-1 sent $l1 bytes, worker-a $wa"
   echo "bridge traffic: learner-1 sent $l1 bytes, worker-a $wa"
 fi
-step_s=$(python3 -c '
+times=$(python3 -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-s = [r["time/step_s"] for r in rows[1:]] or [rows[0]["time/step_s"]]
-print(f"{sum(s) / len(s):.3f}")' "$run/metrics.jsonl")
-echo "grpo step_s $step_s (mean over steps 2..$steps, $([[ $loopback == 1 ]] && echo loopback || echo veth))"
+rows = rows[1:] or rows  # step 1 includes the first connections
+mean = lambda k: sum(r[k] for r in rows) / len(rows)
+print(" ".join(f"{k} {mean(k):.3f}" for k in ("time/step_s", "time/rollout_wait_s", "time/sync_s")))
+' "$run/metrics.jsonl")
+echo "grpo $times (means over steps 2..$steps, $([[ $loopback == 1 ]] && echo loopback || echo veth))"
 
 # --- Refusal: a learner without a valid client certificate reaches no worker. ---
 for client in "" rogue/learner; do
