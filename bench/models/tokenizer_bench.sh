@@ -48,3 +48,7 @@ fi
 allot="$(awk '/^allot_mb_per_s/ {print $2}' <<<"$allot_out")"
 js="$(awk '/^js_mb_per_s/ {print $2}' <<<"$js_out")"
 awk -v a="$allot" -v j="$js" 'BEGIN { printf "tokenizer encode (MB per CPU second): allot %.2f, js %.2f, ratio %.1fx (target >= 10x)\n", a, j, a / j }'
+allot_wall="$(awk '/^allot_mb_per_wall_s/ {print $2}' <<<"$allot_out")"
+js_wall="$(awk '/^js_mb_per_wall_s/ {print $2}' <<<"$js_out")"
+awk -v a="$allot_wall" -v j="$js_wall" 'BEGIN { printf "  like for like, wall time on one pinned core (the JS side'"'"'s GC threads share it): %.1fx\n", a / j }'
+echo "  what differs: C++ byte-level BPE vs the JS reference under node; same text, same ids"

@@ -21,8 +21,12 @@ THREADS="${THREADS:-1}"
 RUNS="${RUNS:-5}"
 SEED="${SEED:-7}"
 
+# ALLOT_BENCH_NO_INSTALL=1 (ctest's GrpoBenchAgreement): exit 77, skipped, instead of installing.
 if ! "$PY" -c 'import torch' 2>/dev/null; then
-  if [[ "$(id -u)" == 0 ]]; then
+  if [[ -n "${ALLOT_BENCH_NO_INSTALL:-}" ]]; then
+    echo "grpo_bench: PyTorch is missing (python3-torch); skipped" >&2
+    exit 77
+  elif [[ "$(id -u)" == 0 ]]; then
     echo "installing python3-torch (Debian) ..." >&2
     apt-get install -y python3-torch >/dev/null
   else
@@ -52,14 +56,19 @@ print(f"GRPO update, tiny Qwen2 (hidden 256, 4 layers, vocab 1536, tied) + LoRA 
       f"PyTorch {t['torch_version']}, {a['threads']} thread(s), median of {a['runs']} updates")
 print(f"batch {a['batch']} sequences, {a['tokens']:.0f} real tokens ({a['trainable_tokens']} trainable) "
       f"padded to {a['padded_len']} ({a['batch'] * a['padded_len']} slots)")
+# Agreement: 1e-5 relative (the loss, a difference of near-equal terms, also 1e-7 absolute);
+# float32 rounding of the two sides' different orders of summation stays near 1e-7.
 ok = True
 for key in ("loss", "grad_norm", "entropy"):
+    worst = 0.0
     for name, s in (("allot", a), ("allot unpacked", ap)):
-        rel = abs(s[key] - t[key]) / max(abs(t[key]), 1e-12)
-        good = rel < 1e-4 if key != "loss" else abs(s[key] - t[key]) < 1e-6 + 1e-4 * abs(t[key])
-        ok &= good
-    print(f"  first update {key:9s} allot {a[key]:.7g}  unpacked {ap[key]:.7g}  pytorch {t[key]:.7g}")
-print(f"  agreement on identical weights: {'yes' if ok else 'NO'}")
+        diff = abs(s[key] - t[key])
+        slack = 1e-7 if key == "loss" else 0.0
+        ok &= diff <= slack + 1e-5 * abs(t[key])
+        worst = max(worst, diff / max(abs(t[key]), 1e-12))
+    print(f"  first update {key:9s} allot {a[key]:.7g}  unpacked {ap[key]:.7g}  pytorch {t[key]:.7g}"
+          f"  (largest relative difference {worst:.1e})")
+print(f"  agreement on identical weights (1e-5 relative): {'yes' if ok else 'NO'}")
 print(f"{'':22s}{'tok/CPU-s':>10s}{'tok/s wall':>11s}{'peak RSS MiB':>13s}{'growth MiB':>11s}")
 for name, s in (("allot (packed)", a), ("allot (padded)", ap), ("pytorch", t)):
     print(f"  {name:20s}{s['tokens_per_cpu_s']:10.0f}{s['tokens_per_s']:11.0f}"
@@ -67,7 +76,10 @@ for name, s in (("allot (packed)", a), ("allot (padded)", ap), ("pytorch", t)):
 r = a["tokens_per_cpu_s"] / t["tokens_per_cpu_s"]
 rp = ap["tokens_per_cpu_s"] / t["tokens_per_cpu_s"]
 print(f"  ratio allot/pytorch (CPU time): {r:.2f}x (target >= 1.5x: {'PASS' if r >= 1.5 else 'MISS'});"
-      f" padded path {rp:.2f}x")
+      f" like for like, padded path {rp:.2f}x")
+print("  what differs: allot packs the batch (real tokens only, attention per sequence) and forms"
+      " log-probs in chunks; PyTorch runs the padded update with full logits, as TRL-style"
+      " trainers do on CPU; same weights, batch, loss, LibTorch and OpenBLAS")
 print(f"  peak-memory growth allot/pytorch: "
       f"{(a['rss_peak_mib'] - a['rss_base_mib']) / (t['rss_peak_mib'] - t['rss_base_mib']):.2f}")
 sys.exit(0 if ok else 1)
