@@ -204,8 +204,8 @@ def solution_steps(item):
 
 
 def rlot_prompt(question, steps, instruction):
-    """An RLoT template of rlot_templates.h ({question}, "Reasoning so far:", {steps}, the
-    instruction) as the env sends it: {steps} the "Step i: ..." lines or "(none yet)", and no
+    """An RLoT template of rlot_templates.h ({{question}}, "Reasoning so far:", {{steps}}, the
+    instruction) as the env sends it: {{steps}} the "Step i: ..." lines or "(none yet)", and no
     trailing newline."""
     chain = "\n".join(steps) if steps else "(none yet)"
     return question + "\nReasoning so far:\n" + chain + "\n" + instruction

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "core/text_template.h"
 #include "datasets/example.h"
 #include "tinyworld/formats.h"
 #include "tinyworld/rlot_templates.h"
@@ -303,13 +304,20 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
   // world's templates (rlot_templates.h) with the values the env would fill in. The navigator
   // works without tools, so items that need one get none of these.
   if (n == 0 || tool || !rng.Percent(config.rlot_percent)) return out;
+  Status failed = Status::Ok();  // the first RLoT template that did not render
   auto rlot = [&](const char* format, const RlotTemplate& t, size_t k,
                   std::map<std::string, std::string> vars, std::string completion) {
     vars["question"] = q;
     if (!vars.count("steps")) vars["steps"] = RlotSteps(steps, k);
     // The env drops a template's trailing newline and trims the reply: the prompt ends at the
     // instruction and the completion starts on the next line.
-    std::string prompt = FillRlot(t.text, vars);
+    Result<std::string> rendered =
+        RenderTemplate(t.text, vars, "tinyworld rlot " + std::string(t.name));
+    if (!rendered.ok()) {
+      if (failed.ok()) failed = rendered.status();
+      return;
+    }
+    std::string prompt = std::move(rendered).value();
     while (!prompt.empty() && prompt.back() == '\n') prompt.pop_back();
     out.push_back({std::move(prompt), "\n" + completion, format, item.id});
   };
@@ -411,6 +419,7 @@ Result<std::vector<SftRecord>> MakeSftRecords(const TaskItem& item, const SftCon
       rlot("follow_plan", kRlotDebateExecute, k, {{"plan", steps[k].subtask}}, steps[k].text);
     }
   }
+  if (!failed.ok()) return failed;
   return out;
 }
 

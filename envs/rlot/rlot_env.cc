@@ -8,6 +8,7 @@
 
 #include "core/config/binder.h"
 #include "core/config/node.h"
+#include "core/text_template.h"
 #include "datasets/example_json.h"
 #include "envs/rlot/endpoint_json_transport.h"
 #include "envs/rlot/rule_step_verifier.h"
@@ -77,8 +78,9 @@ class EpisodeRun {
     o.role = runtime::SegmentRole::kOtherModel;
     o.max_tokens = max_tokens;
     o.temperature = c_.temperature;
-    ALLOT_ASSIGN_OR_RETURN(runtime::Turn t,
-                           ep_.CompleteText(c_.llm_endpoint, FillTemplate(tmpl, vars), o));
+    ALLOT_ASSIGN_OR_RETURN(std::string prompt,
+                           RenderTemplate(tmpl, vars, std::string("the ") + what + "'s prompt"));
+    ALLOT_ASSIGN_OR_RETURN(runtime::Turn t, ep_.CompleteText(c_.llm_endpoint, prompt, o));
     if (strict && c_.fail_on_truncation && t.truncated()) {
       return ResourceExhausted(std::string("runaway output: the ") + what + " reached its " +
                                std::to_string(max_tokens) + "-token budget");

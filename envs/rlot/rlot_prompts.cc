@@ -2,7 +2,10 @@
 
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include "core/text_template.h"
 
 namespace allot::envs::rlot {
 namespace {
@@ -16,6 +19,19 @@ Status ReadTemplate(const std::string& dir, const std::string& name, std::string
   *out = ss.str();
   while (!out->empty() && (out->back() == '\n' || out->back() == '\r')) out->pop_back();
   if (out->empty()) return InvalidArgument(path + ": prompt template is empty");
+  return Status::Ok();
+}
+
+// The values the env fills into every template (EpisodeRun::Call), and into this one (`extra`).
+Status CheckPlaceholders(const std::string& dir, const std::string& name, const std::string& text,
+                         const std::vector<std::string>& extra) {
+  const std::string path = dir + "/" + name + ".txt";
+  std::map<std::string, std::string> vars = {{"question", ""}, {"steps", ""}, {"last_step", ""}};
+  for (const std::string& v : extra) vars[v] = "";
+  ALLOT_RETURN_IF_ERROR(RenderTemplate(text, vars, path).status());
+  if (text.find("{{question}}") == std::string::npos) {
+    return InvalidArgument(path + ": the template never uses {{question}}");
+  }
   return Status::Ok();
 }
 
@@ -36,45 +52,35 @@ std::string Lower(std::string_view s) {
 
 Result<RlotPrompts> RlotPrompts::Load(const std::string& dir) {
   RlotPrompts p;
-  const std::pair<const char*, std::string*> files[] = {
-      {"reason", &p.reason},
-      {"decompose_list", &p.decompose_list},
-      {"decompose_solve", &p.decompose_solve},
-      {"decompose_summarize", &p.decompose_summarize},
-      {"debate_plans", &p.debate_plans},
-      {"debate_compare", &p.debate_compare},
-      {"debate_execute", &p.debate_execute},
-      {"refine", &p.refine},
-      {"terminate", &p.terminate},
-      {"finish_check", &p.finish_check},
-      {"self_evaluate", &p.self_evaluate},
+  struct File {
+    const char* name;
+    std::string* text;
+    std::vector<std::string> extra;  // the values only this template gets
   };
-  for (const auto& [name, out] : files) ALLOT_RETURN_IF_ERROR(ReadTemplate(dir, name, out));
-  if (Status s = ReadTemplate(dir, "zero_shot_cot", &p.zero_shot_cot);
-      !s.ok() && s.code() != StatusCode::kNotFound) {
+  const File files[] = {
+      {"reason", &p.reason, {}},
+      {"decompose_list", &p.decompose_list, {}},
+      {"decompose_solve", &p.decompose_solve, {"subtasks", "subtask", "results"}},
+      {"decompose_summarize", &p.decompose_summarize, {"results"}},
+      {"debate_plans", &p.debate_plans, {"num_plans"}},
+      {"debate_compare", &p.debate_compare, {"plans"}},
+      {"debate_execute", &p.debate_execute, {"plan"}},
+      {"refine", &p.refine, {}},
+      {"terminate", &p.terminate, {"format_instruction"}},
+      {"finish_check", &p.finish_check, {}},
+      {"self_evaluate", &p.self_evaluate, {}},
+  };
+  for (const File& f : files) {
+    ALLOT_RETURN_IF_ERROR(ReadTemplate(dir, f.name, f.text));
+    ALLOT_RETURN_IF_ERROR(CheckPlaceholders(dir, f.name, *f.text, f.extra));
+  }
+  if (Status s = ReadTemplate(dir, "zero_shot_cot", &p.zero_shot_cot); s.ok()) {
+    ALLOT_RETURN_IF_ERROR(
+        CheckPlaceholders(dir, "zero_shot_cot", p.zero_shot_cot, {"format_instruction"}));
+  } else if (s.code() != StatusCode::kNotFound) {
     return s;
   }
   return p;
-}
-
-std::string FillTemplate(std::string_view tmpl, const std::map<std::string, std::string>& vars) {
-  std::string out;
-  out.reserve(tmpl.size());
-  for (size_t i = 0; i < tmpl.size();) {
-    if (tmpl[i] == '{') {
-      const size_t close = tmpl.find('}', i + 1);
-      if (close != std::string_view::npos) {
-        auto it = vars.find(std::string(tmpl.substr(i + 1, close - i - 1)));
-        if (it != vars.end()) {
-          out += it->second;
-          i = close + 1;
-          continue;
-        }
-      }
-    }
-    out += tmpl[i++];
-  }
-  return out;
 }
 
 std::vector<std::string> ParseNumberedItems(std::string_view text, std::string_view label,

@@ -3,7 +3,6 @@
 // ask for.
 #pragma once
 
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,12 +23,11 @@ struct RlotPrompts {
   // when DIR has no zero_shot_cot.txt, and then the cot baselines refuse to run.
   std::string zero_shot_cot;
 
-  // Reads DIR/<name>.txt for every template; NotFound names the missing file.
+  // Reads DIR/<name>.txt for every template; NotFound names the missing file. Templates use
+  // {{name}} placeholders (core/text_template.h): one the env does not fill in that template is
+  // an error naming the file and the name, and so is a template that never uses {{question}}.
   static Result<RlotPrompts> Load(const std::string& dir);
 };
-
-// Replaces each "{name}" with vars[name]; unknown placeholders stay as written.
-std::string FillTemplate(std::string_view tmpl, const std::map<std::string, std::string>& vars);
 
 // The items of "### Subtask1: ..." / "### Plan2: ..." lines, in order of appearance (the
 // numbers are not trusted), at most `max_items`.

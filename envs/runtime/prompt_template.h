@@ -1,5 +1,5 @@
-// Prompt templates: text files under configs/prompts/ with {{name}} placeholders (double
-// braces, so that LaTeX such as \boxed{} in a prompt is left alone).
+// Prompt templates: text files under configs/prompts/ with {{name}} placeholders, rendered by
+// core/text_template.h's RenderTemplate.
 #pragma once
 
 #include <map>
@@ -8,17 +8,12 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/text_template.h"
 
 namespace allot::envs::runtime {
 
-// Replaces every {{name}} with vars[name]. A placeholder without a value is an error naming it
-// and `where` (a template that silently keeps "{{question}}" would train on garbage).
-Result<std::string> RenderTemplate(std::string_view tmpl,
-                                   const std::map<std::string, std::string>& vars,
-                                   const std::string& where);
-
-// The placeholders a template uses, in order of first use.
-std::vector<std::string> TemplatePlaceholders(std::string_view tmpl);
+using ::allot::RenderTemplate;
+using ::allot::TemplatePlaceholders;
 
 // Reads a template file (at most 1 MiB).
 Result<std::string> LoadTemplateFile(const std::string& path);

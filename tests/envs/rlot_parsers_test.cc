@@ -2,7 +2,11 @@
 // templates, the logic-block table, and the rule-based step verifier.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,9 +74,34 @@ TEST(RlotPromptsTest, FinishCheckReadsTheFirstYesOrNo) {
   EXPECT_FALSE(ParseYes("eyes"));
 }
 
-TEST(RlotPromptsTest, FillsKnownPlaceholdersOnly) {
-  EXPECT_EQ(FillTemplate("Q: {question} {unknown} \\boxed{}", {{"question", "2+2"}}),
-            "Q: 2+2 {unknown} \\boxed{}");
+// A copy of the shipped RLoT templates with `reason.txt` replaced.
+std::string TemplatesWithReason(const std::string& reason) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rlot_prompts_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(std::string(ALLOT_SOURCE_DIR) + "/configs/prompts/rlot", dir);
+  std::ofstream(dir / "reason.txt", std::ios::binary | std::ios::trunc) << reason;
+  return dir.string();
+}
+
+TEST(RlotPromptsTest, AnUnknownPlaceholderNamesTheTemplateAndTheName) {
+  const std::string dir = TemplatesWithReason("{{question}}\n{{steps}}\n{{hint}}\nNext step:");
+  auto p = RlotPrompts::Load(dir);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find(dir + "/reason.txt"), std::string::npos);
+  EXPECT_NE(p.status().message().find("{{hint}}"), std::string::npos) << p.status().ToString();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RlotPromptsTest, ASingleBraceTemplateIsRefused) {
+  // The former {name} syntax would now reach the model as written: refused at load.
+  const std::string dir = TemplatesWithReason("{question}\n{steps}\nNext step:");
+  auto p = RlotPrompts::Load(dir);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("reason.txt: the template never uses {{question}}"),
+            std::string::npos)
+      << p.status().ToString();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RlotPromptsTest, ShippedTemplatesLoad) {

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 #include <string>
 
+#include "core/text_template.h"
 #include "envs/rlot/rlot_prompts.h"
 #include "envs/runtime/prompt_template.h"
 
@@ -28,8 +28,15 @@ const fs::path kPrompts = fs::path(ALLOT_SOURCE_DIR) / "configs" / "prompts";
 const fs::path kRendered = fs::path(ALLOT_TEST_DATA_DIR) / "prompts" / "rendered.json";
 
 // RLoT's folders (configs/prompts/rlot, configs/prompts/tinyworld/rlot): read by
-// RlotPrompts::Load, filled with FillTemplate's {name}.
+// RlotPrompts::Load, which drops a template's trailing newline.
 bool IsRlot(const fs::path& file) { return file.parent_path().filename() == "rlot"; }
+
+// The sample input: each placeholder the template uses gets the value "<name>".
+Result<std::string> RenderSample(const std::string& text, const std::string& where) {
+  std::map<std::string, std::string> vars;
+  for (const std::string& name : TemplatePlaceholders(text)) vars[name] = "<" + name + ">";
+  return RenderTemplate(text, vars, where);
+}
 
 Result<std::string> RenderRlot(const fs::path& file) {
   ALLOT_ASSIGN_OR_RETURN(rlot::RlotPrompts p, rlot::RlotPrompts::Load(file.parent_path()));
@@ -49,20 +56,13 @@ Result<std::string> RenderRlot(const fs::path& file) {
   auto it = by_name.find(file.stem().string());
   if (it == by_name.end()) return NotFound(file.string() + ": not an RLoT template");
   const std::string& text = *it->second;
-  std::map<std::string, std::string> vars;
-  static const std::regex kName(R"(\{([A-Za-z0-9_]+)\})");
-  for (std::sregex_iterator m(text.begin(), text.end(), kName), end; m != end; ++m) {
-    vars[(*m)[1]] = "<" + (*m)[1].str() + ">";
-  }
-  return rlot::FillTemplate(text, vars);
+  return RenderSample(text, file.string());
 }
 
 Result<std::string> Render(const fs::path& file) {
   if (IsRlot(file)) return RenderRlot(file);
   ALLOT_ASSIGN_OR_RETURN(std::string text, runtime::LoadTemplateFile(file.string()));
-  std::map<std::string, std::string> vars;
-  for (const std::string& name : runtime::TemplatePlaceholders(text)) vars[name] = "<" + name + ">";
-  return runtime::RenderTemplate(text, vars, file.string());
+  return RenderSample(text, file.string());
 }
 
 json RenderAll() {
