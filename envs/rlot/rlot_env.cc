@@ -10,10 +10,10 @@
 #include "core/config/node.h"
 #include "core/text_template.h"
 #include "datasets/example_json.h"
-#include "envs/rlot/endpoint_json_transport.h"
 #include "envs/rlot/rule_step_verifier.h"
 #include "envs/runtime/episode.h"
 #include "llm/client.h"
+#include "llm/endpoint_json_transport.h"
 #include "llm/http_transport.h"
 #include "rewards/grader.h"
 
@@ -354,7 +354,7 @@ Result<runtime::Trajectory> RlotEnv::RunWith(const runtime::EpisodeInput& input,
   std::unique_ptr<rewards::PrmReward> prm_scorer;
   if (prm_endpoint_) {
     prm_scorer = std::make_unique<rewards::PrmReward>(
-        prm_config_, EndpointJsonTransport(
+        prm_config_, llm::EndpointJsonTransport(
                          http_, *prm_endpoint_, prm_endpoint_->limits.timeout_s,
                          [&ep](const llm::CallRecord& call) { ep.Account(call); }, client_->gpu(),
                          prm_config_.tokenize_path));
