@@ -12,7 +12,7 @@
 #     by the workers: its run fails with a message naming the worker it could not reach;
 #   - a short distributed DQN run (configs/quickstart/rlot.yaml, four episodes) completes with
 #     its metrics and final checkpoint.
-# About 60 s. Namespaces and processes are removed on every way out.
+# About 30 s. Namespaces and processes are removed on every way out.
 #
 #   tests/multihost/netns_test.sh ALLOT_BINARY [--loopback] [--steps N]
 # --loopback runs the same processes, certificates included, on 127.0.0.1 of this host (the
@@ -177,7 +177,7 @@ rank_pids=()
 for r in 0 1; do
   # shellcheck disable=SC2046  # client_auth's words are separate options
   start "learner-$r" "$out/logs/grpo-$r.log" env RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 \
-    MASTER_ADDR="$(mh_ip learner-0)" MASTER_PORT=$master_port GLOO_SOCKET_IFNAME=$ifname \
+    MASTER_ADDR="$(mh_ip learner-0)" MASTER_PORT="$master_port" GLOO_SOCKET_IFNAME=$ifname \
     "$allot" "${grpo[@]}" $(client_auth learner)
   rank_pids+=($!)
 done

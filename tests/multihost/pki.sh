@@ -4,16 +4,17 @@
 #                           DIR/learner.{pem,key}, a client certificate the CA signed.
 #                           Returns 1 (openssl's output in DIR/openssl.log) on failure.
 mh_pki() {
-  local dir=$1 key="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes" arg name san
+  local dir=$1 arg name san
+  local key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
   shift
   mkdir -p "$dir"
   leaf() {  # NAME CN EXTENSIONS: NAME.{pem,key} signed by the CA
     printf '%b\n' "$3" > "$dir/$1.ext"
-    openssl req -new $key -subj "/CN=$2" -keyout "$dir/$1.key" -out "$dir/$1.csr" &&
+    openssl req -new "${key[@]}" -subj "/CN=$2" -keyout "$dir/$1.key" -out "$dir/$1.csr" &&
       openssl x509 -req -days 2 -in "$dir/$1.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
         -CAcreateserial -extfile "$dir/$1.ext" -out "$dir/$1.pem"
   } >> "$dir/openssl.log" 2>&1
-  openssl req -x509 $key -days 2 -subj /CN=allot-multihost-ca -keyout "$dir/ca.key" \
+  openssl req -x509 "${key[@]}" -days 2 -subj /CN=allot-multihost-ca -keyout "$dir/ca.key" \
     -out "$dir/ca.pem" >> "$dir/openssl.log" 2>&1 || return 1
   leaf learner learner "extendedKeyUsage=clientAuth" || return 1
   for arg in "$@"; do
