@@ -55,6 +55,12 @@ int TrainAndFinish(RunContext& ctx, const trainer::DqnRunOptions& options, Train
       std::cerr << "allot resume: " << at.status().message() << "\n";
       return kExitError;
     }
+    // The episodes after the checkpoint run again: their records go (metrics_writer.h).
+    if (Status st = TruncateMetricsAfter(ctx.run.metrics_path(), ctx.run.tensorboard_dir(), *at);
+        !st.ok()) {
+      std::cerr << "allot resume: " << st.message() << "\n";
+      return kExitError;
+    }
   }
   auto metrics = MetricsWriter::Open(ctx.run.metrics_path(),
                                      cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");

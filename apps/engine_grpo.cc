@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -261,12 +262,14 @@ int RunGrpoEngine(RunContext& ctx) {
     std::cerr << "allot: " << trainer.status().message() << "\n";
     return kExitError;
   }
+  std::optional<int64_t> resumed_at;
   if (ctx.resume) {
     auto at = (*trainer)->Resume();
     if (!at.ok()) {
       std::cerr << "allot resume: " << at.status().message() << "\n";
       return kExitError;
     }
+    resumed_at = *at;
     if (*at >= cfg.trainer.total_steps) {
       if (!rank0) return kExitOk;
       std::cout << "run '" << cfg.run.name << "' is finished: step " << *at << " of "
@@ -277,6 +280,15 @@ int RunGrpoEngine(RunContext& ctx) {
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<ProgressBar> bar;
   if (rank0) {
+    // The steps after the checkpoint are trained again: their records go (metrics_writer.h).
+    if (resumed_at.has_value()) {
+      if (Status st =
+              TruncateMetricsAfter(ctx.run.metrics_path(), ctx.run.tensorboard_dir(), *resumed_at);
+          !st.ok()) {
+        std::cerr << "allot resume: " << st.message() << "\n";
+        return kExitError;
+      }
+    }
     auto opened = MetricsWriter::Open(ctx.run.metrics_path(),
                                       cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
     if (!opened.ok()) {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "apps/commands.h"
@@ -85,9 +86,11 @@ int RunSftEngine(RunContext& ctx) {
       data.skipped);
   for (const auto& m : data.skipped_messages) spdlog::warn("skipped {}", m);
 
+  std::optional<int64_t> resumed_at;
   if (ctx.resume) {
     auto step = (*trainer)->Resume();
     if (!step.ok()) return Fail(step.status().Annotate("resume"));
+    resumed_at = *step;
     if ((*trainer)->finished()) {
       if (!rank0) return kExitOk;
       std::cout << "run '" << cfg.run.name << "' is already finished (step " << *step << " of "
@@ -99,6 +102,12 @@ int RunSftEngine(RunContext& ctx) {
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<ProgressBar> bar;
   if (rank0) {
+    // The steps after the checkpoint are trained again: their records go (metrics_writer.h).
+    if (resumed_at.has_value()) {
+      Status st =
+          TruncateMetricsAfter(ctx.run.metrics_path(), ctx.run.tensorboard_dir(), *resumed_at);
+      if (!st.ok()) return Fail(st.Annotate("resume"));
+    }
     auto opened = MetricsWriter::Open(ctx.run.metrics_path(),
                                       cfg.logging.tensorboard ? ctx.run.tensorboard_dir() : "");
     if (!opened.ok()) return Fail(opened.status());

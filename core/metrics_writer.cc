@@ -3,7 +3,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/atomic_file.h"
 
 namespace allot {
 
@@ -42,6 +46,39 @@ Status MetricsWriter::Log(int64_t step, const Scalars& values) {
     return Internal("write " + path_ + ": " + std::strerror(errno));
   }
   if (tb_) ALLOT_RETURN_IF_ERROR(tb_->Flush());
+  return Status::Ok();
+}
+
+Status TruncateMetricsAfter(const std::string& jsonl_path, const std::string& tensorboard_dir,
+                            int64_t step) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(jsonl_path, ec)) {
+    std::string text;
+    ALLOT_RETURN_IF_ERROR(ReadFile(jsonl_path, &text));
+    std::string kept;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // no newline: torn by the interrupted process
+      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+          j["step"].get<int64_t>() > step) {
+        continue;
+      }
+      kept += line + "\n";
+    }
+    if (kept.size() != text.size()) ALLOT_RETURN_IF_ERROR(WriteFileAtomic(jsonl_path, kept));
+  }
+  if (tensorboard_dir.empty() || !fs::is_directory(tensorboard_dir, ec)) return Status::Ok();
+  for (const auto& e : fs::directory_iterator(tensorboard_dir, ec)) {
+    if (!e.is_regular_file() ||
+        e.path().filename().string().rfind("events.out.tfevents.", 0) != 0) {
+      continue;
+    }
+    ALLOT_RETURN_IF_ERROR(TruncateTensorBoardEventsAfter(e.path().string(), step));
+  }
+  if (ec) return Internal("list " + tensorboard_dir + ": " + ec.message());
   return Status::Ok();
 }
 

@@ -34,4 +34,11 @@ class MetricsWriter {
   std::unique_ptr<TensorBoardWriter> tb_;
 };
 
+// A run resumed from its step-`step` checkpoint trains the steps after it again: the records of
+// those steps that the interrupted process wrote would otherwise appear twice. Drops them from
+// metrics.jsonl (with a torn last line) and from every event file in tensorboard_dir (may be
+// empty or absent). Missing files are fine: nothing was written yet.
+Status TruncateMetricsAfter(const std::string& jsonl_path, const std::string& tensorboard_dir,
+                            int64_t step);
+
 }  // namespace allot

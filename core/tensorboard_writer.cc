@@ -84,34 +84,63 @@ Status TensorBoardWriter::Flush() {
   return Status::Ok();
 }
 
+namespace {
+
+// The record at byte `pos` of `data`: its event and its size, or why it is not one.
+Status ParseRecord(const std::string& data, size_t pos, const std::string& path,
+                   tensorboard::Event* ev, size_t* size) {
+  const std::string at = path + ": record at byte " + std::to_string(pos);
+  if (data.size() - pos < 12) return DataLoss(at + ": truncated length");
+  const uint64_t len = GetLe(data.data() + pos, 8);
+  const uint32_t len_crc = static_cast<uint32_t>(GetLe(data.data() + pos + 8, 4));
+  if (MaskCrc(Crc32c(data.data() + pos, 8)) != len_crc) return DataLoss(at + ": length CRC");
+  if (len > data.size() - pos - 12 || data.size() - pos - 12 - len < 4) {
+    return DataLoss(at + ": truncated payload");
+  }
+  const char* payload = data.data() + pos + 12;
+  const uint32_t crc = static_cast<uint32_t>(GetLe(payload + len, 4));
+  if (MaskCrc(Crc32c(payload, len)) != crc) return DataLoss(at + ": payload CRC mismatch");
+  if (!ev->ParseFromArray(payload, static_cast<int>(len))) {
+    return DataLoss(at + ": not an Event protobuf");
+  }
+  *size = 12 + len + 4;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status TruncateTensorBoardEventsAfter(const std::string& path, int64_t step) {
+  std::string data;
+  ALLOT_RETURN_IF_ERROR(ReadFile(path, &data));
+  std::string kept;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    tensorboard::Event ev;
+    size_t size = 0;
+    if (!ParseRecord(data, pos, path, &ev, &size).ok()) break;
+    if (ev.step() <= step) kept.append(data, pos, size);
+    pos += size;
+  }
+  if (kept.size() == data.size()) return Status::Ok();
+  return WriteFileAtomic(path, kept);
+}
+
 Result<std::vector<TensorBoardEvent>> ReadTensorBoardEvents(const std::string& path) {
   std::string data;
   ALLOT_RETURN_IF_ERROR(ReadFile(path, &data));
   std::vector<TensorBoardEvent> events;
   size_t pos = 0;
   while (pos < data.size()) {
-    const std::string at = path + ": record at byte " + std::to_string(pos);
-    if (data.size() - pos < 12) return DataLoss(at + ": truncated length");
-    const uint64_t len = GetLe(data.data() + pos, 8);
-    const uint32_t len_crc = static_cast<uint32_t>(GetLe(data.data() + pos + 8, 4));
-    if (MaskCrc(Crc32c(data.data() + pos, 8)) != len_crc) return DataLoss(at + ": length CRC");
-    if (len > data.size() - pos - 12 || data.size() - pos - 12 - len < 4) {
-      return DataLoss(at + ": truncated payload");
-    }
-    const char* payload = data.data() + pos + 12;
-    const uint32_t crc = static_cast<uint32_t>(GetLe(payload + len, 4));
-    if (MaskCrc(Crc32c(payload, len)) != crc) return DataLoss(at + ": payload CRC mismatch");
     tensorboard::Event ev;
-    if (!ev.ParseFromArray(payload, static_cast<int>(len))) {
-      return DataLoss(at + ": not an Event protobuf");
-    }
+    size_t size = 0;
+    ALLOT_RETURN_IF_ERROR(ParseRecord(data, pos, path, &ev, &size));
     TensorBoardEvent out;
     out.wall_time = ev.wall_time();
     out.step = ev.step();
     out.file_version = ev.file_version();
     for (const auto& v : ev.summary().value()) out.scalars.emplace_back(v.tag(), v.simple_value());
     events.push_back(std::move(out));
-    pos += 12 + len + 4;
+    pos += size;
   }
   return events;
 }

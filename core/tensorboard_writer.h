@@ -42,4 +42,9 @@ struct TensorBoardEvent {
 // Reads an event file back, verifying both CRCs of every record.
 Result<std::vector<TensorBoardEvent>> ReadTensorBoardEvents(const std::string& path);
 
+// Rewrites the event file at `path` (atomically) without the events of steps after `step`, for a
+// run that resumes from its step-`step` checkpoint and writes those steps again. A torn or corrupt
+// record ends the file there: it is what a process killed mid-write leaves.
+Status TruncateTensorBoardEventsAfter(const std::string& path, int64_t step);
+
 }  // namespace allot

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
@@ -102,6 +103,77 @@ TEST(MetricsWriterTest, WritesJsonlAndTensorBoard) {
     ++tb_files;
   }
   EXPECT_EQ(tb_files, 1);
+}
+
+// A run killed after writing step 5 and resumed from its step-4 checkpoint writes step 5 again.
+// Catches: a resume that appends to the old records (step 5 twice in metrics.jsonl and in
+// TensorBoard), a truncation that drops the checkpoint's own step, or a torn last line (the
+// killed process's half-written record) left in front of the resumed run's first record.
+TEST(MetricsWriterTest, ResumeRewritesTheStepsAfterTheCheckpoint) {
+  TempDir dir;
+  const std::string jsonl = dir.Join("metrics.jsonl");
+  {
+    auto m = MetricsWriter::Open(jsonl, dir.Join("tb"));
+    ASSERT_TRUE(m.ok());
+    for (int step = 1; step <= 5; ++step) ASSERT_TRUE((*m)->Log(step, {{"reward", step}}).ok());
+  }
+  {
+    std::ofstream torn(jsonl, std::ios::app);
+    torn << "{\"step\":6,\"rew";
+  }
+  ASSERT_TRUE(TruncateMetricsAfter(jsonl, dir.Join("tb"), 4).ok());
+  {
+    auto m = MetricsWriter::Open(jsonl, dir.Join("tb"));
+    ASSERT_TRUE(m.ok());
+    for (int step = 5; step <= 6; ++step)
+      ASSERT_TRUE((*m)->Log(step, {{"reward", 10 * step}}).ok());
+  }
+  std::ifstream in(jsonl);
+  std::string line;
+  std::vector<int64_t> steps;
+  std::vector<double> rewards;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    steps.push_back(j["step"].get<int64_t>());
+    rewards.push_back(j["reward"].get<double>());
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(rewards, (std::vector<double>{1, 2, 3, 4, 50, 60}));
+  std::map<int64_t, std::vector<float>> tb;  // step -> values over every event file
+  for (const auto& e : std::filesystem::directory_iterator(dir.Join("tb"))) {
+    auto events = ReadTensorBoardEvents(e.path().string());
+    ASSERT_TRUE(events.ok()) << events.status().message();
+    for (const auto& ev : *events) {
+      for (const auto& [tag, v] : ev.scalars) tb[ev.step].push_back(v);
+    }
+  }
+  ASSERT_EQ(tb.size(), 6u);
+  for (int64_t step = 1; step <= 6; ++step) {
+    ASSERT_EQ(tb[step].size(), 1u) << "step " << step;
+    EXPECT_FLOAT_EQ(tb[step][0], step <= 4 ? step : 10 * step);
+  }
+}
+
+// A process killed mid-write leaves a torn event record; the rewrite ends the file before it, so
+// the file reads back. Catches: a truncation that refuses the file or keeps the torn bytes.
+TEST(TensorBoardTest, TruncateDropsLaterStepsAndATornRecord) {
+  TempDir dir;
+  std::string path;
+  {
+    auto w = TensorBoardWriter::Create(dir.path());
+    ASSERT_TRUE(w.ok());
+    path = (*w)->path();
+    for (int step = 1; step <= 3; ++step) ASSERT_TRUE((*w)->AddScalar("x", step, step).ok());
+  }
+  std::string data;
+  ASSERT_TRUE(ReadFile(path, &data).ok());
+  ASSERT_TRUE(WriteFileAtomic(path, data.substr(0, data.size() - 3)).ok());
+  ASSERT_TRUE(TruncateTensorBoardEventsAfter(path, 1).ok());
+  auto events = ReadTensorBoardEvents(path);
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  ASSERT_EQ(events->size(), 2u);  // the version event and step 1
+  EXPECT_EQ((*events)[0].file_version, "brain.Event:2");
+  EXPECT_EQ((*events)[1].step, 1);
 }
 
 }  // namespace

@@ -342,6 +342,12 @@ TEST_F(NprocCliIntegrationTest, GrpoTwoRanksEqualOneRankAndResume) {
   // `allot resume RUN --nproc 2` goes on from the last checkpoint against the same endpoint.
   // Catches: a rank that does not resume (it would wait for step 0), or rank 1 refusing the
   // run directory that rank 0 reopened.
+  // What a process killed with -9 after step kSteps + 1 leaves behind it: that step's record, and
+  // a torn one. Catches: a resume that appends to them (step kSteps + 1 twice).
+  {
+    std::ofstream killed(run_two + "/metrics.jsonl", std::ios::app);
+    killed << "{\"step\":" << kSteps + 1 << ",\"killed_run\":1}\n{\"step\":" << kSteps + 2;
+  }
   Outcome resumed =
       Allot("resume two --output-dir " + dir_ +
                 "/runs --nproc 2 --set trainer.total_steps=" + std::to_string(kSteps + 1),
@@ -353,7 +359,9 @@ TEST_F(NprocCliIntegrationTest, GrpoTwoRanksEqualOneRankAndResume) {
       << resumed.log;
   EXPECT_TRUE(fs::exists(Adapter("two", kSteps + 1)));
   EXPECT_TRUE(fs::exists(run_two + "/adapters/v" + std::to_string(kSteps + 2)));
-  EXPECT_EQ(Count(Slurp(run_two + "/metrics.jsonl"), "\"step\""), kSteps + 1);
+  const std::string resumed_metrics = Slurp(run_two + "/metrics.jsonl");
+  EXPECT_EQ(Count(resumed_metrics, "\"step\""), kSteps + 1) << resumed_metrics;
+  EXPECT_EQ(resumed_metrics.find("killed_run"), std::string::npos) << resumed_metrics;
 }
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
