@@ -102,11 +102,6 @@ Status CheckDqnRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
       errors += at(*rollout) +
                 "section 'rollout' is not read while dqn.distributed is false (the navigator "
                 "acts and learns in one process)";
-    } else {
-      errors += OverriddenDispatcherKeys(
-          written,
-          "the dqn learner is off-policy (Ape-X): it keeps every transition whatever "
-          "the navigator version that acted, and episodes come in no groups");
     }
   }
   // RLoT's transition reward is the env's: the step scorer's score per block and the outcome at

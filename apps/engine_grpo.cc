@@ -48,10 +48,6 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
   errors += UnreadSections(written, cfg, "grpo");
   errors += UnreadKeys(written, cfg, "grpo");
   errors += OtherEnvSections(written, cfg.env.name, {"chain"});
-  errors += OverriddenDispatcherKeys(
-      written,
-      "the grpo learner measures staleness per policy segment (grpo.max_policy_lag, "
-      "grpo.stale_policy) and collects each group itself");
   const config::ConfigNode* g = root->Find("grpo");
   auto set = [&](const std::string& k) -> const config::ConfigNode* {
     return g == nullptr ? nullptr : g->Find(k);
@@ -70,6 +66,15 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
   }
   if (!c.dynamic_sampling) {
     no_effect("max_refill_groups", "without grpo.dynamic_sampling");
+  }
+  if (c.async.max_lag == 0) {
+    if (const config::ConfigNode* a = set("async"); a != nullptr) {
+      if (const config::ConfigNode* d = a->Find("deterministic"); d != nullptr) {
+        errors += "\n  " + d->origin().ToString() +
+                  ": grpo.async.deterministic has no effect while grpo.async.max_lag is 0 "
+                  "(synchronous steps)";
+      }
+    }
   }
   if (c.overlong_buffer == 0) {
     no_effect("overlong_penalty", "while grpo.overlong_buffer is 0");
@@ -129,9 +134,11 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
               "without aggregation_norm_len: each turn's sampling budget is the env's "
               "(env.<name>.*_max_tokens)");
   }
-  // grad_accum x prompts_per_step x group_size bounds micro_batch_size.
+  // grad_accum x prompts_per_step x group_size bounds micro_batch_size; grpo.async excludes
+  // some modes.
   if (Status batching = trainer::grpo::CheckGrpoConfig(c); !batching.ok()) {
-    const config::ConfigNode* n = set("micro_batch_size");
+    const config::ConfigNode* n =
+        set(batching.message().rfind("grpo.async", 0) == 0 ? "async" : "micro_batch_size");
     errors += "\n  " + (n != nullptr ? n->origin().ToString() : source) + ": " + batching.message();
   }
   if (!errors.empty()) return InvalidArgument("config " + source + ":" + errors);

@@ -215,20 +215,6 @@ std::string UnreadSections(const config::ConfigNode& written, const AllotConfig&
   return errors;
 }
 
-std::string OverriddenDispatcherKeys(const config::ConfigNode& written, const std::string& why) {
-  const config::ConfigNode* rollout = written.Find("rollout");
-  const config::ConfigNode* d = rollout == nullptr ? nullptr : rollout->Find("dispatcher");
-  if (d == nullptr) return "";
-  std::string errors;
-  for (const char* k : {"max_policy_lag", "stale_policy", "stale_weight_decay", "deliver_groups"}) {
-    if (const config::ConfigNode* n = d->Find(k); n != nullptr) {
-      errors += "\n  " + n->origin().ToString() + ": rollout.dispatcher." + k +
-                " has no effect today: " + why;
-    }
-  }
-  return errors;
-}
-
 Status CheckRecipe(const LoadedConfig& loaded, const std::vector<std::string>& overrides,
                    bool resume) {
   config::ConfigNode written = config::ConfigNode::Map(config::Origin{"--set", 0, 0});

@@ -69,9 +69,5 @@ std::vector<WrittenKey> WrittenKeys(const config::ConfigNode& written, const All
 // by nothing is refused whole, once, by the engine's own check).
 std::string UnreadKeys(const config::ConfigNode& written, const AllotConfig& cfg,
                        const std::string& engine);
-// rollout.dispatcher's staleness and grouping knobs (max_policy_lag, stale_policy,
-// stale_weight_decay, deliver_groups): both trainers set their own, so a recipe's values do
-// nothing today; `why` says what the engine does instead.
-std::string OverriddenDispatcherKeys(const config::ConfigNode& written, const std::string& why);
 
 }  // namespace allot::apps

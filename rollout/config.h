@@ -111,15 +111,11 @@ struct DispatcherConfig {
   int missed_heartbeats = 3;
   int reconnect_initial_ms = 100;
   int reconnect_max_ms = 5000;
-  int64_t max_policy_lag = 1;
-  std::string stale_policy = "discard";
-  double stale_weight_decay = 0.5;
   int max_attempts = 8;
   int64_t max_buffered = 1 << 16;
   int64_t max_message_bytes = 4 << 20;
   int64_t chunk_bytes = 1 << 20;
   int64_t max_trajectory_bytes = 256 << 20;
-  bool deliver_groups = false;
   int64_t remember_closed = 1 << 16;
   std::string learner_id = "learner";
   bool keep_freed_memory = true;
@@ -136,15 +132,6 @@ struct DispatcherConfig {
              .min = 1,
              .max = 60000});
     v.Field("reconnect_max_ms", reconnect_max_ms, {.min = 1, .max = 600000});
-    v.Field("max_policy_lag", max_policy_lag,
-            {.doc = "staleness bound k: trajectories sampled more than k versions ago are "
-                    "handled per stale_policy; -1 disables",
-             .min = -1});
-    v.Field("stale_policy", stale_policy,
-            {.doc = "discard (re-run the episode) or downweight (keep it with a smaller weight)",
-             .choices = {"discard", "downweight"}});
-    v.Field("stale_weight_decay", stale_weight_decay,
-            {.doc = "downweight: weight = decay^(lag - max_policy_lag)", .min = 0.0, .max = 1.0});
     v.Field("max_attempts", max_attempts,
             {.doc = "dispatches per episode before it is closed as failed", .min = 1, .max = 1000});
     v.Field(
@@ -156,8 +143,6 @@ struct DispatcherConfig {
         {.doc = "policy updates travel in chunks of this size", .min = 4 << 10, .max = 32 << 20});
     v.Field("max_trajectory_bytes", max_trajectory_bytes,
             {.min = 1 << 10, .max = 4.0 * (1LL << 30)});
-    v.Field("deliver_groups", deliver_groups,
-            {.doc = "hold GRPO groups until complete and deliver them together"});
     v.Field("remember_closed", remember_closed,
             {.doc = "ids of this many recently closed episodes are kept to count duplicates and "
                     "refuse resubmission; older ones are forgotten (bounded memory)",

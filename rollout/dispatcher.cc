@@ -1,10 +1,7 @@
 #include "rollout/dispatcher.h"
 
 #include <algorithm>
-#include <cmath>
 #include <random>
-#include <string_view>
-#include <unordered_set>
 #include <utility>
 
 #include "rollout/chunking.h"
@@ -25,11 +22,23 @@ uint64_t NowUnixMs() {
 
 }  // namespace
 
-Dispatcher::Dispatcher(DispatcherConfig config)
-    : config_(std::move(config)),
-      closed_(static_cast<size_t>(std::max<int64_t>(0, config_.remember_closed))) {}
+namespace {
 
-Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const DispatcherConfig& config) {
+LedgerOptions LedgerOptionsOf(const DispatcherConfig& c, int64_t max_policy_lag) {
+  return {.max_attempts = c.max_attempts,
+          .max_policy_lag = max_policy_lag,
+          .remember_closed = c.remember_closed};
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(DispatcherConfig config, DispatcherOptions options)
+    : config_(std::move(config)),
+      options_(options),
+      ledger_(LedgerOptionsOf(config_, options.max_policy_lag)) {}
+
+Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const DispatcherConfig& config,
+                                                       DispatcherOptions options) {
   if (config.chunk_bytes * 2 > config.max_message_bytes) {
     return InvalidArgument("rollout.dispatcher.chunk_bytes: must be at most max_message_bytes / 2");
   }
@@ -39,7 +48,7 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const DispatcherConfig& c
   if (config.auth.tls() && (config.auth.tls_cert.empty() != config.auth.tls_key.empty())) {
     return InvalidArgument("rollout.dispatcher.auth: tls_cert and tls_key must be set together");
   }
-  std::unique_ptr<Dispatcher> d(new Dispatcher(config));
+  std::unique_ptr<Dispatcher> d(new Dispatcher(config, options));
   for (const auto& address : config.workers) ALLOT_RETURN_IF_ERROR(d->AddWorker(address));
   d->heartbeat_ = std::thread([p = d.get()] { p->HeartbeatLoop(); });
   return d;
@@ -138,7 +147,13 @@ void Dispatcher::ConnectionLoop(int index) {
       conn->ctx = &ctx;
       session = ++conn->session;
       if (policy_chunks_ != nullptr && reply.policy_version() < policy_->version) {
-        conn->policy_chunks = policy_chunks_;
+        // Every recent version the worker lacks, oldest first: pinned episodes sample them.
+        auto chunks = std::make_shared<std::vector<v1::PolicyChunk>>();
+        for (const auto& [version, part] : recent_) {
+          if (version > reply.policy_version())
+            chunks->insert(chunks->end(), part->begin(), part->end());
+        }
+        conn->policy_chunks = std::move(chunks);
         conn->policy_next = 0;
       }
       ++stats_.workers_connected;
@@ -176,7 +191,7 @@ void Dispatcher::ConnectionLoop(int index) {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      LoseConnectionLocked(*conn);
+      LoseConnectionLocked(index);
     }
     conn->cv.notify_all();
     writer.join();
@@ -190,7 +205,8 @@ void Dispatcher::ConnectionLoop(int index) {
   }
 }
 
-void Dispatcher::LoseConnectionLocked(Connection& conn) {
+void Dispatcher::LoseConnectionLocked(int index) {
+  Connection& conn = *conns_[index];
   if (!conn.connected) return;
   conn.connected = false;
   conn.ctx = nullptr;
@@ -200,43 +216,11 @@ void Dispatcher::LoseConnectionLocked(Connection& conn) {
   // Everything in flight there goes back to the front of the queue: the ledger, not the
   // worker, owns episodes. If the worker finished some and resends them later, they are
   // deduplicated by id.
-  std::vector<std::string> ids(conn.assigned.begin(), conn.assigned.end());
-  conn.assigned.clear();
   conn.to_send.clear();
   conn.acks.clear();
   conn.policy_chunks = nullptr;
-  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
-    auto e = ledger_.find(*it);
-    if (e == ledger_.end() || e->second.state != State::kInFlight) continue;
-    --in_flight_;
-    e->second.conn = -1;
-    RequeueLocked(*it, e->second, /*front=*/true);
-  }
+  ledger_.LoseWorker(index);
   ScheduleLocked();
-}
-
-void Dispatcher::RequeueLocked(const std::string& id, Entry& entry, bool front) {
-  if (entry.attempts >= static_cast<uint32_t>(config_.max_attempts)) {
-    FinishedEpisode f;
-    f.trajectory.set_episode_id(id);
-    f.trajectory.set_env(entry.request.env());
-    f.trajectory.set_group_id(entry.request.group_id());
-    f.trajectory.set_group_index(entry.request.group_index());
-    f.trajectory.mutable_failure()->set_reason(v1::FAILURE_REASON_WORKER_LOST);
-    f.trajectory.mutable_failure()->set_message("gave up after " + std::to_string(entry.attempts) +
-                                                " dispatches");
-    f.attempts = entry.attempts;
-    CloseLocked(entry, std::move(f));
-    return;
-  }
-  if (entry.state != State::kPending) ++pending_count_;
-  entry.state = State::kPending;
-  ++stats_.redispatched;
-  if (front) {
-    pending_.push_front(id);
-  } else {
-    pending_.push_back(id);
-  }
 }
 
 void Dispatcher::WriterLoop(int index, uint64_t session, Stream* stream) {
@@ -283,76 +267,45 @@ void Dispatcher::HandleMessage(int index, std::vector<v1::Trajectory> done,
   {
     std::lock_guard<std::mutex> lock(mu_);
     conn = conns_[index].get();
+    const uint64_t current = policy_ ? policy_->version : 0;
     for (auto& t : done) {
       conn->acks.push_back(t.episode_id());
-      AcceptLocked(index, std::move(t));
+      ledger_.Accept(std::move(t), current, conn->name);
     }
     for (const auto& id : invalid) {
       ++stats_.invalid_trajectories;
-      auto e = ledger_.find(id);
-      if (e == ledger_.end() || e->second.state == State::kDone) continue;
       // A worker that sends a broken trajectory gets the episode closed as an env error, and
       // the ack makes it forget the broken copy.
-      conn->acks.push_back(id);
-      if (e->second.state == State::kInFlight && e->second.conn >= 0) {
-        conns_[e->second.conn]->assigned.erase(id);
-        --in_flight_;
+      if (ledger_.Fail(id, v1::FAILURE_REASON_ENV_ERROR, "worker sent a malformed trajectory",
+                       conn->name)) {
+        conn->acks.push_back(id);
       }
-      FinishedEpisode f;
-      f.trajectory.set_episode_id(id);
-      f.trajectory.set_env(e->second.request.env());
-      f.trajectory.set_group_id(e->second.request.group_id());
-      f.trajectory.set_group_index(e->second.request.group_index());
-      f.trajectory.mutable_failure()->set_reason(v1::FAILURE_REASON_ENV_ERROR);
-      f.trajectory.mutable_failure()->set_message("worker sent a malformed trajectory");
-      f.attempts = e->second.attempts;
-      f.worker = conn->name;
-      CloseLocked(e->second, std::move(f));
     }
     for (const auto& r : msg.rejected()) {
       ++stats_.rejected;
-      auto e = ledger_.find(r.episode_id());
-      if (e == ledger_.end() || e->second.state != State::kInFlight || e->second.conn != index) {
-        continue;
-      }
-      Entry& entry = e->second;
-      conn->assigned.erase(r.episode_id());
-      --in_flight_;
-      entry.conn = -1;
+      if (!ledger_.InFlightOn(r.episode_id(), index)) continue;
       switch (r.reason()) {
         case v1::REJECT_REASON_INVALID:
-        case v1::REJECT_REASON_UNKNOWN_ENV: {
-          FinishedEpisode f;
-          f.trajectory.set_episode_id(r.episode_id());
-          f.trajectory.set_env(entry.request.env());
-          f.trajectory.set_group_id(entry.request.group_id());
-          f.trajectory.set_group_index(entry.request.group_index());
-          f.trajectory.mutable_failure()->set_reason(v1::FAILURE_REASON_BAD_REQUEST);
-          f.trajectory.mutable_failure()->set_message(
-              r.message().substr(0, kMaxFailureMessageBytes));
-          f.attempts = entry.attempts;
-          f.worker = conn->name;
-          CloseLocked(entry, std::move(f));
+        case v1::REJECT_REASON_UNKNOWN_ENV:
+          ledger_.Fail(r.episode_id(), v1::FAILURE_REASON_BAD_REQUEST,
+                       r.message().substr(0, kMaxFailureMessageBytes), conn->name);
           break;
-        }
-        case v1::REJECT_REASON_DRAINING:
+        case v1::REJECT_REASON_DRAINING:  // not the episode's fault
           conn->draining = true;
-          --entry.attempts;  // not the episode's fault
-          RequeueLocked(r.episode_id(), entry, true);
+          ledger_.Return(r.episode_id(), index, /*charge=*/false);
           break;
         case v1::REJECT_REASON_NO_CAPACITY:
           conn->full = true;
-          --entry.attempts;
-          RequeueLocked(r.episode_id(), entry, true);
+          ledger_.Return(r.episode_id(), index, /*charge=*/false);
           break;
         default:  // RETURNED and unknown values: run it elsewhere
-          RequeueLocked(r.episode_id(), entry, true);
+          ledger_.Return(r.episode_id(), index, /*charge=*/true);
           break;
       }
     }
     if (msg.has_status()) {
       conn->draining = msg.status().draining();
-      conn->full = msg.status().free_slots() == 0 && !conn->assigned.empty();
+      conn->full = msg.status().free_slots() == 0 && ledger_.in_flight_on(index) > 0;
     } else if (!done.empty()) {
       conn->full = false;
     }
@@ -362,88 +315,10 @@ void Dispatcher::HandleMessage(int index, std::vector<v1::Trajectory> done,
   ready_cv_.notify_all();
 }
 
-void Dispatcher::AcceptLocked(int index, v1::Trajectory t) {
-  const std::string id = t.episode_id();
-  auto e = ledger_.find(id);
-  if (e == ledger_.end()) {
-    if (closed_.Contains(id)) {
-      ++stats_.duplicates_dropped;
-    } else {
-      ++stats_.orphans_dropped;
-    }
-    return;
-  }
-  Entry& entry = e->second;
-  if (entry.state == State::kDone) {
-    ++stats_.duplicates_dropped;
-    return;
-  }
-  if (entry.state == State::kInFlight) {
-    if (entry.conn >= 0) conns_[entry.conn]->assigned.erase(id);
-    --in_flight_;
-    entry.conn = -1;
-  }
-  // Staleness bound: lag in policy versions between now and when the episode was sampled.
-  const uint64_t current = policy_ ? policy_->version : 0;
-  const int64_t lag =
-      current > t.policy_version() ? static_cast<int64_t>(current - t.policy_version()) : 0;
-  double weight = 1.0;
-  if (config_.max_policy_lag >= 0 && lag > config_.max_policy_lag) {
-    if (config_.stale_policy == "discard") {
-      ++stats_.stale_discarded;
-      if (entry.attempts >= static_cast<uint32_t>(config_.max_attempts)) {
-        t.mutable_failure()->set_reason(v1::FAILURE_REASON_STALE);
-        t.mutable_failure()->set_message("policy lag " + std::to_string(lag) +
-                                         " > max_policy_lag " +
-                                         std::to_string(config_.max_policy_lag));
-      } else {
-        RequeueLocked(id, entry, /*front=*/true);
-        return;
-      }
-    } else {
-      ++stats_.stale_downweighted;
-      weight =
-          std::pow(config_.stale_weight_decay, static_cast<double>(lag - config_.max_policy_lag));
-    }
-  }
-  FinishedEpisode f;
-  f.trajectory = std::move(t);
-  f.weight = weight;
-  f.policy_lag = lag;
-  f.attempts = entry.attempts;
-  f.worker = conns_[index]->name;
-  CloseLocked(entry, std::move(f));
-}
-
-void Dispatcher::CloseLocked(Entry& entry, FinishedEpisode finished) {
-  if (entry.state == State::kPending) --pending_count_;
-  ++stats_.finished;
-  const std::string group_id = entry.request.group_id();
-  const uint32_t group_size = entry.request.group_size();
-  // The ledger forgets closed episodes (memory stays bounded however long the run); the id is
-  // remembered a while longer to count late duplicates and refuse resubmission.
-  const std::string id = std::move(entry.id);
-  closed_.Insert(id);
-  ledger_.erase(id);
-  if (config_.deliver_groups && !group_id.empty()) {
-    Group& g = groups_[group_id];
-    g.size = group_size;
-    g.held.push_back(std::move(finished));
-    if (g.held.size() >= g.size) {
-      std::sort(g.held.begin(), g.held.end(), [](const auto& a, const auto& b) {
-        return a.trajectory.group_index() < b.trajectory.group_index();
-      });
-      for (auto& f : g.held) ready_.push_back(std::move(f));
-      groups_.erase(group_id);
-    }
-    return;
-  }
-  ready_.push_back(std::move(finished));
-}
-
 void Dispatcher::ScheduleLocked() {
-  if (stopping_ || pending_.empty()) return;
-  int64_t budget = config_.max_buffered - in_flight_ - static_cast<int64_t>(ready_.size());
+  if (stopping_ || !ledger_.has_pending()) return;
+  const LedgerStats ls = ledger_.stats();
+  int64_t budget = config_.max_buffered - ls.in_flight - ls.ready;
   if (budget <= 0) return;
   // Water-filling: every episode goes to the worker with the most free slots, so that a batch
   // smaller than the total free capacity is spread over all workers instead of filling the
@@ -452,31 +327,19 @@ void Dispatcher::ScheduleLocked() {
   for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
     Connection& c = *conns_[i];
     if (!c.connected || c.draining || c.full) continue;
-    const int64_t free = static_cast<int64_t>(c.capacity) - static_cast<int64_t>(c.assigned.size());
+    const int64_t free = static_cast<int64_t>(c.capacity) - ledger_.in_flight_on(i);
     if (free > 0) heap.emplace_back(free, i);
   }
   if (heap.empty()) return;
   std::make_heap(heap.begin(), heap.end());
   std::vector<bool> touched(conns_.size(), false);
   const uint64_t version = policy_ ? policy_->version : 0;
-  while (budget > 0 && !pending_.empty() && !heap.empty()) {
-    std::string id = std::move(pending_.front());
-    pending_.pop_front();
-    auto e = ledger_.find(id);
-    if (e == ledger_.end() || e->second.state != State::kPending) continue;
-    --pending_count_;
+  while (budget > 0 && !heap.empty()) {
+    const int i = heap.front().second;
+    std::optional<v1::EpisodeRequest> request = ledger_.Dispatch(i, version);
+    if (!request.has_value()) break;
     std::pop_heap(heap.begin(), heap.end());
-    const int i = heap.back().second;
-    Connection& c = *conns_[i];
-    Entry& entry = e->second;
-    entry.state = State::kInFlight;
-    entry.conn = i;
-    ++entry.attempts;
-    entry.request.set_attempt(entry.attempts);
-    entry.request.set_policy_version(version);
-    c.to_send.push_back(entry.request);
-    c.assigned.insert(std::move(id));
-    ++in_flight_;
+    conns_[i]->to_send.push_back(std::move(*request));
     --budget;
     touched[static_cast<size_t>(i)] = true;
     if (--heap.back().first > 0) {
@@ -502,23 +365,7 @@ Status Dispatcher::Submit(std::vector<v1::EpisodeRequest> requests) {
     ALLOT_RETURN_IF_ERROR(ValidateEpisodeRequest(r));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  std::unordered_set<std::string_view> batch;
-  batch.reserve(requests.size());
-  for (const auto& r : requests) {
-    if (ledger_.count(r.episode_id()) > 0 || closed_.Contains(r.episode_id()) ||
-        !batch.insert(r.episode_id()).second) {
-      return AlreadyExists("episode_id '" + r.episode_id() + "' was already submitted");
-    }
-  }
-  for (auto& r : requests) {
-    const std::string id = r.episode_id();
-    Entry& e = ledger_[id];
-    e.id = id;
-    e.request = std::move(r);
-    pending_.push_back(id);
-    ++pending_count_;
-    ++stats_.submitted;
-  }
+  ALLOT_RETURN_IF_ERROR(ledger_.Submit(std::move(requests)));
   ScheduleLocked();
   return Status::Ok();
 }
@@ -540,6 +387,8 @@ Status Dispatcher::PublishPolicy(PolicySnapshot policy) {
   }
   policy_ = snap;
   policy_chunks_ = chunks;
+  recent_.emplace_back(snap->version, chunks);
+  while (recent_.size() > std::max<size_t>(options_.policy_history, 1)) recent_.pop_front();
   for (auto& c : conns_) {
     if (!c->connected) continue;
     c->policy_chunks = chunks;
@@ -556,29 +405,20 @@ uint64_t Dispatcher::policy_version() const {
 
 std::optional<FinishedEpisode> Dispatcher::Next(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!ready_cv_.wait_for(lock, timeout, [&] { return stopping_ || !ready_.empty(); })) {
+  if (!ready_cv_.wait_for(lock, timeout, [&] { return stopping_ || ledger_.ready() > 0; })) {
     return std::nullopt;
   }
-  if (ready_.empty()) return std::nullopt;
-  FinishedEpisode f = std::move(ready_.front());
-  ready_.pop_front();
+  std::optional<FinishedEpisode> f = ledger_.PopReady();
   ScheduleLocked();
   return f;
 }
 
 std::vector<FinishedEpisode> Dispatcher::NextGroup(std::chrono::milliseconds timeout) {
-  std::vector<FinishedEpisode> group;
   std::unique_lock<std::mutex> lock(mu_);
-  if (!ready_cv_.wait_for(lock, timeout, [&] { return stopping_ || !ready_.empty(); })) {
-    return group;
+  if (!ready_cv_.wait_for(lock, timeout, [&] { return stopping_ || ledger_.ready() > 0; })) {
+    return {};
   }
-  if (ready_.empty()) return group;
-  const std::string id = ready_.front().trajectory.group_id();
-  do {
-    group.push_back(std::move(ready_.front()));
-    ready_.pop_front();
-  } while (!id.empty() && config_.deliver_groups && !ready_.empty() &&
-           ready_.front().trajectory.group_id() == id);
+  std::vector<FinishedEpisode> group = ledger_.PopReadyGroup();
   ScheduleLocked();
   return group;
 }
@@ -586,11 +426,18 @@ std::vector<FinishedEpisode> Dispatcher::NextGroup(std::chrono::milliseconds tim
 DispatcherStats Dispatcher::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   DispatcherStats s = stats_;
-  s.in_flight = in_flight_;
-  s.ready = static_cast<int64_t>(ready_.size());
-  s.pending = pending_count_;
-  s.open = static_cast<int64_t>(ledger_.size());
-  s.closed_remembered = static_cast<int64_t>(closed_.size());
+  const LedgerStats l = ledger_.stats();
+  s.submitted = l.submitted;
+  s.finished = l.finished;
+  s.pending = l.pending;
+  s.open = l.open;
+  s.closed_remembered = l.closed_remembered;
+  s.in_flight = l.in_flight;
+  s.ready = l.ready;
+  s.duplicates_dropped = l.duplicates_dropped;
+  s.orphans_dropped = l.orphans_dropped;
+  s.stale_discarded = l.stale_discarded;
+  s.redispatched = l.redispatched;
   return s;
 }
 
@@ -620,14 +467,19 @@ bool Dispatcher::WaitForWorkers(int n, std::chrono::milliseconds timeout) {
 void Dispatcher::HeartbeatLoop() {
   const auto interval = std::chrono::milliseconds(config_.heartbeat_interval_ms);
   while (SleepUnlessStopping(interval)) {
-    std::vector<std::pair<Connection*, uint64_t>> live;
+    std::vector<std::pair<int, uint64_t>> live;  // (connection, session)
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto& c : conns_) {
-        if (c->connected) live.emplace_back(c.get(), c->session);
+      for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
+        if (conns_[i]->connected) live.emplace_back(i, conns_[i]->session);
       }
     }
-    for (auto [conn, session] : live) {
+    for (auto [index, session] : live) {
+      Connection* conn;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        conn = conns_[index].get();
+      }
       grpc::ClientContext ctx;
       AttachToken(ctx, config_.auth.token);
       ctx.set_deadline(std::chrono::system_clock::now() +
@@ -647,7 +499,7 @@ void Dispatcher::HeartbeatLoop() {
       if (++conn->missed >= config_.missed_heartbeats && conn->ctx != nullptr) {
         // Declared dead: ending the stream re-dispatches its episodes at once.
         conn->ctx->TryCancel();
-        LoseConnectionLocked(*conn);
+        LoseConnectionLocked(index);
         conn->cv.notify_all();
       }
     }

@@ -1,6 +1,6 @@
-// The learner-side dispatcher: the episode ledger, scheduling across workers by free capacity,
-// GRPO group tracking, the staleness bound, re-dispatch on worker loss, deduplication by
-// episode id, policy publishing, and the queue of finished trajectories the trainer reads.
+// The learner-side dispatcher: the connections to rollout workers around the episode ledger
+// (episode_ledger.h): scheduling across workers by free capacity, heartbeats, reconnects with
+// backoff, policy publishing, and handing the ledger's finished episodes to the trainer.
 //
 // Thread-safe. One connection thread per worker (plus a writer per live stream) and one
 // heartbeat thread. In-process workers are connected through the same stream protocol over
@@ -13,33 +13,20 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/status.h"
 #include "proto/allot/v1/rollout.grpc.pb.h"
-#include "rollout/closed_episodes.h"
 #include "rollout/config.h"
 #include "rollout/env.h"
+#include "rollout/episode_ledger.h"
 
 namespace allot::rollout {
-
-struct FinishedEpisode {
-  v1::Trajectory trajectory;
-  // 1, or stale_weight_decay^(lag - max_policy_lag) under stale_policy "downweight".
-  double weight = 1.0;
-  // Learner policy version at receipt minus the trajectory's policy version (>= 0).
-  int64_t policy_lag = 0;
-  uint32_t attempts = 0;  // dispatches it took
-  std::string worker;     // the connection it came from
-};
 
 struct DispatcherStats {
   int64_t submitted = 0;
@@ -48,11 +35,10 @@ struct DispatcherStats {
   int64_t open = 0;               // episodes in the ledger: submitted and not yet closed
   int64_t closed_remembered = 0;  // ids of closed episodes kept for deduplication
   int64_t in_flight = 0;
-  int64_t ready = 0;  // finished, waiting for Next()
+  int64_t ready = 0;               // finished, waiting for Next()
   int64_t duplicates_dropped = 0;  // trajectories for recently closed episodes
   int64_t orphans_dropped = 0;     // trajectories for ids unknown or closed and forgotten
   int64_t stale_discarded = 0;
-  int64_t stale_downweighted = 0;
   int64_t redispatched = 0;  // episodes sent again after a worker loss, drop or return
   int64_t rejected = 0;
   int64_t invalid_trajectories = 0;
@@ -61,10 +47,19 @@ struct DispatcherStats {
   int64_t bytes_received = 0;
 };
 
+// What the learner decides, not the recipe.
+struct DispatcherOptions {
+  int64_t max_policy_lag = -1;  // the ledger's staleness bound (episode_ledger.h; -1: none)
+  // Policy versions a worker that connects is sent, the newest last: the versions episodes
+  // pinned to older ones (EpisodeLedger::Submit) may still sample.
+  size_t policy_history = 1;
+};
+
 class Dispatcher {
  public:
   // Connects to every address in config.workers (reconnecting with backoff).
-  static Result<std::unique_ptr<Dispatcher>> Create(const DispatcherConfig& config);
+  static Result<std::unique_ptr<Dispatcher>> Create(const DispatcherConfig& config,
+                                                    DispatcherOptions options = {});
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -85,7 +80,7 @@ class Dispatcher {
 
   // The next finished episode, or nullopt after `timeout`.
   std::optional<FinishedEpisode> Next(std::chrono::milliseconds timeout);
-  // With deliver_groups: one complete GRPO group (a single episode when ungrouped).
+  // One complete group, in group_index order (a single episode when ungrouped).
   std::vector<FinishedEpisode> NextGroup(std::chrono::milliseconds timeout);
 
   DispatcherStats stats() const;
@@ -99,19 +94,6 @@ class Dispatcher {
   void Shutdown();
 
  private:
-  // An episode leaves the ledger when it closes; its id goes to closed_ (bounded).
-  enum class State { kPending, kInFlight, kDone };
-  struct Entry {
-    std::string id;
-    v1::EpisodeRequest request;
-    State state = State::kPending;
-    int conn = -1;  // in flight on this connection
-    uint32_t attempts = 0;
-  };
-  struct Group {
-    uint32_t size = 0;
-    std::vector<FinishedEpisode> held;
-  };
   struct Connection {
     std::string name;
     std::shared_ptr<grpc::Channel> channel;
@@ -127,14 +109,13 @@ class Dispatcher {
     std::string hello_error;  // why the last Hello failed ("" once connected)
     grpc::ClientContext* ctx = nullptr;
     int missed = 0;
-    std::unordered_set<std::string> assigned;
     std::deque<v1::EpisodeRequest> to_send;
     std::vector<std::string> acks;
     std::shared_ptr<const std::vector<v1::PolicyChunk>> policy_chunks;
     size_t policy_next = 0;
   };
 
-  explicit Dispatcher(DispatcherConfig config);
+  Dispatcher(DispatcherConfig config, DispatcherOptions options);
   void AddConnection(std::shared_ptr<grpc::Channel> channel, const std::string& name);
   void ConnectionLoop(int index);
   void WriterLoop(int index, uint64_t session,
@@ -143,30 +124,23 @@ class Dispatcher {
   void HandleMessage(int index, std::vector<v1::Trajectory> done,
                      std::vector<std::string> invalid_ids, const v1::WorkerMessage& msg);
   // Under mu_:
-  void AcceptLocked(int index, v1::Trajectory t);
-  // Closes and erases the entry: `entry` is invalid afterwards.
-  void CloseLocked(Entry& entry, FinishedEpisode finished);
-  void RequeueLocked(const std::string& id, Entry& entry, bool front);
-  void LoseConnectionLocked(Connection& conn);
+  void LoseConnectionLocked(int index);
   void ScheduleLocked();
   bool SleepUnlessStopping(std::chrono::milliseconds d);
 
   const DispatcherConfig config_;
+  const DispatcherOptions options_;
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
-  std::unordered_map<std::string, Entry> ledger_;  // open episodes only
-  ClosedEpisodes closed_;
-  std::deque<std::string> pending_;  // may hold ids that left the pending state since
-  int64_t pending_count_ = 0;        // entries in State::kPending
-  std::deque<FinishedEpisode> ready_;
-  std::map<std::string, Group> groups_;
+  EpisodeLedger ledger_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::shared_ptr<const PolicySnapshot> policy_;
   std::shared_ptr<const std::vector<v1::PolicyChunk>> policy_chunks_;
-  int64_t in_flight_ = 0;
-  DispatcherStats stats_;
+  // The last options_.policy_history publications, oldest first.
+  std::deque<std::pair<uint64_t, std::shared_ptr<const std::vector<v1::PolicyChunk>>>> recent_;
+  DispatcherStats stats_;  // the connections' counts; the ledger keeps its own
   std::thread heartbeat_;
 };
 

@@ -290,7 +290,12 @@ v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
   }
   auto env = envs_.Get(req.env(), req.env_config());
   v1::Trajectory t;
-  std::shared_ptr<const PolicySnapshot> snapshot = policy();
+  std::shared_ptr<const PolicySnapshot> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto held = held_.find(req.policy_version());
+    snapshot = held != held_.end() ? held->second : policy_;
+  }
   if (!env.ok()) {
     t = FailedTrajectory(req, v1::FAILURE_REASON_ENV_ERROR, env.status().ToString());
   } else {
@@ -512,12 +517,14 @@ grpc::Status WorkerService::Rollout(
           v1::PolicyApplied& p = policy_applied_.emplace_back();
           p.set_version(completed->version);
           p.set_ok(true);
+          held_[completed->version] = completed;
+          while (held_.size() > kHeldPolicies) held_.erase(held_.begin());
           if (policy_ == nullptr || completed->version > policy_->version) {
             policy_ = completed;  // episodes started from now on use it
             status_dirty_ = true;
           } else {
             p.set_message("version not newer than the one held; kept " +
-                          std::to_string(policy_->version));
+                          std::to_string(policy_->version) + " as the newest");
           }
         }
         for (auto& req : *msg.mutable_episodes()) HandleEpisodeLocked(&req);

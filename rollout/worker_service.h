@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,7 +120,12 @@ class WorkerService final : public v1::RolloutWorker::Service {
   uint64_t session_ = 0;  // the active stream's number (0: none)
   uint64_t sessions_opened_ = 0;
   grpc::ServerContext* session_ctx_ = nullptr;
-  std::shared_ptr<const PolicySnapshot> policy_;
+  std::shared_ptr<const PolicySnapshot> policy_;  // the newest
+  // The last kHeldPolicies versions received, by version: an episode whose request names one of
+  // them samples it (a learner that pins episodes to a version, grpo.async), any other the
+  // newest.
+  static constexpr size_t kHeldPolicies = 66;  // grpo.async.max_lag's bound (64) + 2
+  std::map<uint64_t, std::shared_ptr<const PolicySnapshot>> held_;
   std::vector<std::thread> threads_;
 };
 

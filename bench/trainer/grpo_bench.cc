@@ -215,7 +215,6 @@ trainer::grpo::RolloutBatch MakeBatch(const Args& a, int64_t vocab, std::mt19937
   b.attention_mask = torch::zeros({a.batch, t}, torch::kLong);
   b.loss_mask = torch::zeros({a.batch, t - 1});
   b.advantages = torch::zeros({a.batch, t - 1});
-  b.weights = torch::ones({a.batch, t - 1});
   for (int64_t i = 0; i < a.batch; ++i) {
     // Group-relative advantage (CogER Eq. 10): (r - mean) / std over the group.
     const int64_t g0 = i / a.group * a.group, g1 = std::min(a.batch, g0 + a.group);

@@ -222,19 +222,33 @@ TEST_F(ConfigStrictnessIntegrationTest, ImportanceNeedsTruncatedIs) {
   EXPECT_FALSE(Has(b, "needs grpo.truncated_is")) << b.output;
 }
 
-// Both trainers set the dispatcher's staleness knobs themselves (the grpo learner per segment,
-// the dqn learner off-policy): a recipe's values validated and did nothing.
-TEST_F(ConfigStrictnessIntegrationTest, DispatcherStalenessKnobsAreRefused) {
+// grpo.async.deterministic says how asynchronous steps sample: with max_lag 0 there are none,
+// and the free mode it would switch to does not exist. Catches: either accepted in silence.
+TEST_F(ConfigStrictnessIntegrationTest, AsyncKnobsWithoutEffectAreRefused) {
+  auto a = Allot("train -c " + grpo_ + Out() + " --set grpo.async.deterministic=true");
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "grpo.async.deterministic has no effect while grpo.async.max_lag is 0"))
+      << a.output;
+  auto b = Allot("train -c " + grpo_ + Out() +
+                 " --set grpo.async.max_lag=1 --set grpo.async.deterministic=false");
+  EXPECT_EQ(b.code, 1) << b.output;
+  EXPECT_TRUE(Has(b, "grpo.async.deterministic: false")) << b.output;
+}
+
+// The dispatcher's staleness and grouping knobs are gone: both learners go through the rollout
+// session, which delivers whole groups, and judge staleness themselves (the grpo learner per
+// segment, the dqn learner off-policy). A recipe that still sets one fails naming it.
+TEST_F(ConfigStrictnessIntegrationTest, DeletedDispatcherKnobsAreRefused) {
   for (const std::string k :
        {"rollout.dispatcher.max_policy_lag=2", "rollout.dispatcher.stale_policy=downweight",
-        "rollout.dispatcher.stale_weight_decay=0.3"}) {
+        "rollout.dispatcher.stale_weight_decay=0.3", "rollout.dispatcher.deliver_groups=true"}) {
     const std::string key = k.substr(0, k.find('='));
     auto a = Allot("train -c " + grpo_ + Out() + " --set " + k);
     EXPECT_EQ(a.code, 1) << a.output;
-    EXPECT_TRUE(Has(a, "--set " + key + ": " + key + " has no effect today")) << a.output;
+    EXPECT_TRUE(Has(a, key + ": unknown key")) << a.output;
     auto b = Allot("config validate " + dqn_ + " --set dqn.distributed=true --set " + k);
     EXPECT_EQ(b.code, 1) << b.output;
-    EXPECT_TRUE(Has(b, key + " has no effect today: the dqn learner is off-policy")) << b.output;
+    EXPECT_TRUE(Has(b, key + ": unknown key")) << b.output;
   }
   // Without dqn.distributed the navigator reads no rollout section at all.
   auto c = Allot("config validate " + dqn_ + " --set rollout.in_process_workers=2");

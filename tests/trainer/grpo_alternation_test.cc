@@ -55,14 +55,13 @@ v1::Trajectory R2Trajectory() {
 
 // d loss / d logp of every output column, for one trajectory with advantage 1.
 std::vector<float> TokenGradients(const v1::Trajectory& t) {
-  Result<RolloutBatch> b = BuildRolloutBatch({Sample{&t, 1.0, {}, 1.0}});
+  Result<RolloutBatch> b = BuildRolloutBatch({Sample{&t, 1.0, {}}});
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   PolicyLossInputs in;
   in.logp = b->rollout_logp.clone().requires_grad_(true);
   in.old_logp = b->rollout_logp.clone();
   in.advantages = b->advantages;
   in.mask = b->loss_mask;
-  in.weights = b->weights;
   Result<PolicyLossResult> r = ComputePolicyLoss(in, PolicyLossOptions{}, TotalsOf(in.mask));
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   r->loss.backward();
@@ -219,7 +218,7 @@ TEST(GrpoRoleAdaptersTest, AnUpdateMovesOnlyTheActiveRolesAdapter) {
   auto train = [&](const std::string& role) {
     v1::Trajectory t = R2Trajectory();
     FreezeInactiveRoles(t, role);
-    Result<RolloutBatch> batch = BuildRolloutBatch({Sample{&t, 1.0, {}, 1.0}});
+    Result<RolloutBatch> batch = BuildRolloutBatch({Sample{&t, 1.0, {}}});
     ASSERT_TRUE(batch.ok()) << batch.status().message();
     auto active = (*roles)->Activate(role);
     ASSERT_TRUE(active.ok());

@@ -313,7 +313,7 @@ TEST(GrpoRolloutBatchTest, OnlyPolicySegmentsCarryLossWithStepAdvantages) {
   auto* s = short_t.add_segments();
   s->set_trainable(true);
   for (int id : {1, 2}) s->add_ids(id);
-  auto batch = BuildRolloutBatch({{&long_t, 1.0, {0.5, -2.0}, 1.0}, {&short_t, -1.0, {}, 0.5}},
+  auto batch = BuildRolloutBatch({{&long_t, 1.0, {0.5, -2.0}}, {&short_t, -1.0, {}}},
                                  /*pad_id=*/0);
   ASSERT_TRUE(batch.ok()) << batch.status().message();
   // Long: ids 5 6 7 8 9 10 (T = 6); targets are columns 0..4 = tokens 6 7 8 9 10.
@@ -325,7 +325,6 @@ TEST(GrpoRolloutBatchTest, OnlyPolicySegmentsCarryLossWithStepAdvantages) {
   EXPECT_TRUE(
       torch::equal(batch->attention_mask[1], torch::tensor({0, 0, 0, 0, 1, 1}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(batch->loss_mask[1], torch::tensor({0.f, 0.f, 0.f, 0.f, 1.f})));
-  EXPECT_FLOAT_EQ(batch->weights[1][4].item<float>(), 0.5f);
   EXPECT_EQ(batch->trainable_tokens, 4);
   // A micro-batch of the short row drops its all-pad columns.
   auto micro = SliceRows(*batch, 1, 2);
@@ -336,7 +335,7 @@ TEST(GrpoRolloutBatchTest, OnlyPolicySegmentsCarryLossWithStepAdvantages) {
 TEST(GrpoRolloutBatchTest, MismatchedLogprobsAreAnError) {
   v1::Trajectory t = MakeTrajectory();
   t.mutable_segments(1)->add_logprobs(-3.0f);
-  auto batch = BuildRolloutBatch({{&t, 0.0, {}, 1.0}});
+  auto batch = BuildRolloutBatch({{&t, 0.0, {}}});
   ASSERT_FALSE(batch.ok());
   EXPECT_NE(batch.status().message().find("e1"), std::string::npos);
 }

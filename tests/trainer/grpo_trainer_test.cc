@@ -353,7 +353,7 @@ TEST(GrpoPolicyUpdateTest, ReferencePassRunsOnlyWithAKlTerm) {
   };
   const v1::Trajectory t = make({4, 5, 6});
   const v1::Trajectory t2 = make({7, 8});
-  auto batch = BuildRolloutBatch({{&t, 1.0, {}, 1.0}, {&t2, -1.0, {}, 1.0}});
+  auto batch = BuildRolloutBatch({{&t, 1.0, {}}, {&t2, -1.0, {}}});
   ASSERT_TRUE(batch.ok());
   auto b_norm = [&] {
     double n = 0.0;
@@ -403,7 +403,7 @@ TEST(GrpoPolicyUpdateTest, KlReferenceIsTheStartingAdapterWhenGiven) {
   auto* a = t.add_segments();
   a->set_trainable(true);
   for (int id : {4, 5, 6, 7}) a->add_ids(id);
-  auto batch = BuildRolloutBatch({{&t, 1.0, {}, 1.0}});
+  auto batch = BuildRolloutBatch({{&t, 1.0, {}}});
   ASSERT_TRUE(batch.ok());
   std::vector<at::Tensor> start;
   for (const at::Tensor& w : (*model)->LoraParameters()) start.push_back(w.detach().clone());
@@ -838,7 +838,7 @@ TEST(GrpoPolicyUpdateTest, TruncatedIsRefusesABatchWithoutRolloutLogprobs) {
   auto* a = t.add_segments();
   a->set_trainable(true);
   for (int id : {4, 5, 6}) a->add_ids(id);
-  auto batch = BuildRolloutBatch({{&t, 1.0, {}, 1.0}});
+  auto batch = BuildRolloutBatch({{&t, 1.0, {}}});
   ASSERT_TRUE(batch.ok());
   torch::optim::AdamW opt((*model)->LoraParameters(), torch::optim::AdamWOptions(1e-2));
   StepMetrics m;
@@ -903,7 +903,6 @@ TEST(GrpoStepBatchTest, RoundTripsAndShardsEveryNthSample) {
     b.trajectories.push_back(t);
     b.advantages.push_back(i - 1.0);
     b.step_advantages.push_back(std::vector<double>(static_cast<size_t>(i), 0.5));
-    b.weights.push_back(1.0 + i);
   }
   const std::string bytes = EncodeStepBatch(b);
   auto d = DecodeStepBatch(bytes);
@@ -916,7 +915,6 @@ TEST(GrpoStepBatchTest, RoundTripsAndShardsEveryNthSample) {
   EXPECT_EQ(d->trajectories[2].segments(0).ids(0), 3);
   EXPECT_EQ(d->advantages, b.advantages);
   EXPECT_EQ(d->step_advantages, b.step_advantages);
-  EXPECT_EQ(d->weights, b.weights);
   EXPECT_FALSE(DecodeStepBatch(bytes.substr(0, bytes.size() - 3)).ok());
   EXPECT_FALSE(DecodeStepBatch("nonsense").ok());
   StepBatch failed;
@@ -1081,7 +1079,7 @@ TEST(GrpoPolicyUpdateTest, MicroBatchSizeDoesNotChangeTheUpdate) {
     a->set_trainable(true);
     for (int k = 0; k < (t == &t2 ? 5 : 2); ++k) a->add_ids(id++);
   }
-  auto batch = BuildRolloutBatch({{&t1, 1.0, {}, 1.0}, {&t2, -0.5, {}, 1.0}, {&t3, 0.7, {}, 1.0}});
+  auto batch = BuildRolloutBatch({{&t1, 1.0, {}}, {&t2, -0.5, {}}, {&t3, 0.7, {}}});
   ASSERT_TRUE(batch.ok());
   std::vector<at::Tensor> start;
   auto step = [&](int64_t micro) {
@@ -1126,6 +1124,136 @@ TEST(GrpoConfigTest, MicroBatchLargerThanAStepIsAnErrorNamingTheKey) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("grpo.micro_batch_size"), std::string::npos)
       << t.status().message();
+}
+
+constexpr int kAsyncLag = 2;
+
+GrpoRunOptions AsyncRunOptions(const ServedTinyModel& served, const std::string& run,
+                               uint64_t seed) {
+  auto o = ResumeRunOptions(served, run, seed);
+  o.grpo.async.max_lag = kAsyncLag;
+  return o;
+}
+
+// grpo.async.max_lag 2: step k trains on groups sampled by version max(1, k - 2) while the groups
+// of the next two steps are sampled. Catches: a pipeline that still waits for each publish (no
+// group in flight, staleness 0 after the first steps), one that samples with whatever version is
+// current (staleness below max_lag), and an async setting that changes nothing (the same
+// adapters as the synchronous run). (Two runs of one seed are not yet bit-identical: not
+// asserted.)
+TEST(GrpoAsyncIntegrationTest, StepsTrainOnGroupsSampledMaxLagVersionsBack) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_async");
+  ServedTinyModel served_a(1), served_sync(1);
+  auto a = GrpoTrainer::Create(AsyncRunOptions(served_a, base + "/a", 11));
+  auto sync = GrpoTrainer::Create(ResumeRunOptions(served_sync, base + "/sync", 11));
+  ASSERT_TRUE(a.ok() && sync.ok());
+  std::filesystem::create_directories(base + "/a");
+  auto metrics = MetricsWriter::Open(base + "/a/metrics.jsonl", "");
+  ASSERT_TRUE(metrics.ok());
+  auto ra = (*a)->Run(metrics->get(), nullptr);
+  ASSERT_TRUE(ra.ok()) << ra.status().message();
+  metrics->reset();
+  ASSERT_TRUE((*sync)->Run(nullptr, nullptr).ok());
+  EXPECT_FALSE(SameAdapter((*a)->policy(), (*sync)->policy()));
+  EXPECT_EQ(ra->policy_version, static_cast<uint64_t>(2 * kResumeN + 1));
+
+  const auto lines = MetricLines(base + "/a/metrics.jsonl");
+  ASSERT_EQ(lines.size(), static_cast<size_t>(2 * kResumeN));
+  for (const auto& j : lines) {
+    const int64_t k = j.at("step").get<int64_t>();
+    // The learner holds version k when it trains step k; the groups came from max(1, k - 2).
+    const double behind = static_cast<double>(k - std::max<int64_t>(1, k - kAsyncLag));
+    EXPECT_EQ(j.value("staleness/max", -1.0), behind) << j.dump();
+    EXPECT_EQ(j.value("staleness/mean", -1.0), behind) << j.dump();
+    EXPECT_EQ(j.value("episodes/stale_dropped", -1.0), 0.0) << j.dump();
+    // The steps after it, up to max_lag of them, are in flight (2 groups each).
+    const int64_t ahead = std::min<int64_t>(kAsyncLag, 2 * kResumeN - k);
+    EXPECT_EQ(j.value("rollout/groups_in_flight", -1.0), 2.0 * static_cast<double>(ahead))
+        << j.dump();
+  }
+}
+
+// kill -9 during step N + 1 of an asynchronous run (after its update, with the groups of the next
+// steps in flight), then a resume from a process started with another seed: the checkpoint holds
+// the draws trained on and the versions the steps in flight sample, a resume with another
+// max_lag is refused, and the resume issues the steps in flight again under those versions (a
+// fresh endpoint serves them from the adapters on disk) and finishes the run. Catches: a
+// checkpoint without the versions, a cursor past the draws in flight (they would be lost), and
+// a resume that cannot serve the older versions. (Bit identity with an uninterrupted run is not
+// reached yet: not asserted.)
+TEST(GrpoAsyncIntegrationTest, KilledRunResumesItsStepsInFlight) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const bool child = !GTEST_FLAG_GET(internal_run_death_test).empty();
+  const char* shared = std::getenv("ALLOT_GRPO_ASYNC_DIR");
+  const std::string base =
+      child && shared != nullptr ? shared : models::testing::MakeTempDir("grpo_async_resume");
+  setenv("ALLOT_GRPO_ASYNC_DIR", base.c_str(), 1);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ServedTinyModel served(1, base + "/child_model");
+        auto o = AsyncRunOptions(served, base + "/killed", 11);
+        o.on_step_end = [](int64_t step) {
+          if (step == kResumeN + 1) raise(SIGKILL);
+        };
+        auto t = GrpoTrainer::Create(o);
+        if (!t.ok()) std::exit(3);
+        (void)(*t)->Run(nullptr, nullptr);
+        std::exit(4);
+      },
+      ::testing::KilledBySignal(SIGKILL), "");
+  CheckpointStore store(base + "/killed/checkpoints", 0);
+  ASSERT_EQ(store.Steps(), std::vector<int64_t>{kResumeN});
+  const std::string ckpt = base + "/killed/checkpoints/" + CheckpointStore::StepDirName(kResumeN);
+  {
+    std::ifstream in(ckpt + "/state.json");
+    const auto state = nlohmann::json::parse(in);
+    EXPECT_EQ(state.value("async_max_lag", int64_t{-1}), kAsyncLag);
+    EXPECT_EQ(state.value("cursor", int64_t{-1}), 2 * kResumeN);  // 2 groups a step trained on
+    // Steps N + 1 and N + 2 sample the versions after steps N - 1 and N.
+    EXPECT_EQ(state.at("version_after").dump(), "[[1,2],[2,3],[3,4]]");
+  }
+
+  // A resume that disagrees on max_lag is refused, naming the key.
+  ServedTinyModel served(1);
+  auto other_lag = AsyncRunOptions(served, base + "/killed", 99);
+  other_lag.grpo.async.max_lag = 1;
+  auto refused = GrpoTrainer::Create(other_lag);
+  ASSERT_TRUE(refused.ok());
+  auto no = (*refused)->Resume();
+  ASSERT_FALSE(no.ok());
+  EXPECT_NE(no.status().message().find("grpo.async.max_lag"), std::string::npos)
+      << no.status().message();
+
+  auto resumed = GrpoTrainer::Create(AsyncRunOptions(served, base + "/killed", 99));
+  ASSERT_TRUE(resumed.ok());
+  auto at = (*resumed)->Resume();
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  EXPECT_EQ(*at, kResumeN);
+  auto sb = (*resumed)->Run(nullptr, nullptr);
+  ASSERT_TRUE(sb.ok()) << sb.status().message();
+  EXPECT_EQ(sb->steps_this_run, kResumeN);
+  EXPECT_EQ(sb->policy_version, static_cast<uint64_t>(2 * kResumeN + 1));
+}
+
+// Asynchronous GRPO runs deterministic only, and without the modes whose draws depend on arrival
+// order or that train one role at a time. Catches: a config accepted that would run something
+// else than asked.
+TEST(GrpoConfigTest, AsyncRefusesWhatItCannotRun) {
+  GrpoConfig g;
+  g.async.max_lag = 1;
+  EXPECT_TRUE(CheckGrpoConfig(g).ok());
+  g.async.deterministic = false;
+  EXPECT_NE(CheckGrpoConfig(g).message().find("grpo.async.deterministic"), std::string::npos);
+  g.async.deterministic = true;
+  g.dynamic_sampling = true;
+  EXPECT_NE(CheckGrpoConfig(g).message().find("grpo.dynamic_sampling"), std::string::npos);
+  g.dynamic_sampling = false;
+  g.alternation.enabled = true;
+  EXPECT_NE(CheckGrpoConfig(g).message().find("grpo.alternation"), std::string::npos);
 }
 
 }  // namespace

@@ -5,17 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <random>
 
 #include "core/checkpoint_store.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
-#include "core/random.h"
 #include "envs/rlot/rlot_env.h"
 #include "envs/synthetic/chain_env.h"
-#include "rollout/dispatcher.h"
 #include "rollout/failure_kind.h"
-#include "rollout/worker.h"
+#include "rollout/session.h"
 #include "trainer/dqn/dqn_episode_log.h"
 #include "trainer/dqn/dqn_learner.h"
 
@@ -58,8 +55,6 @@ DistributedDqnTrainer::DistributedDqnTrainer(DqnRunOptions options, rollout::Rol
   if (rollout_.in_process_workers == 0 && rollout_.dispatcher.workers.empty()) {
     rollout_.in_process_workers = kDefaultActors;
   }
-  // Off-policy learning: transitions from older navigators are as good as any (Ape-X).
-  rollout_.dispatcher.max_policy_lag = -1;
   envs::RegisterChainEnv(*registry_);
   envs::rlot::RegisterRlotEnv(*registry_);
 }
@@ -86,7 +81,7 @@ Status DistributedDqnTrainer::SaveCheckpoint() {
       .status();
 }
 
-Status DistributedDqnTrainer::Publish(rollout::Dispatcher& dispatcher) {
+Status DistributedDqnTrainer::Publish(rollout::RolloutSession& session) {
   // Versions follow the update count, so they keep rising across a learner restart and
   // workers that outlived it accept the resumed learner's weights.
   const uint64_t version = static_cast<uint64_t>(learner_->updates()) + 1;
@@ -95,7 +90,7 @@ Status DistributedDqnTrainer::Publish(rollout::Dispatcher& dispatcher) {
   snapshot.version = version;
   snapshot.kind = v1::POLICY_KIND_QNET_WEIGHTS;
   ALLOT_ASSIGN_OR_RETURN(snapshot.bytes, learner_->OnlineWeights());
-  ALLOT_RETURN_IF_ERROR(dispatcher.PublishPolicy(std::move(snapshot)));
+  ALLOT_RETURN_IF_ERROR(session.Publish(std::move(snapshot)));
   last_version_ = version;
   ++publications_;
   return Status::Ok();
@@ -109,42 +104,28 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
   last_version_ = 0;
   worker_ids_.clear();
 
-  std::vector<std::unique_ptr<rollout::WorkerServer>> servers;
-  rollout::WorkerConfig wc = rollout_.worker;
-  wc.metrics_listen = "";  // in-process workers report through the learner
-  wc.capacity = std::max(wc.capacity, dqn.episodes_in_flight);
+  // Off-policy learning: transitions from older navigators are as good as any (Ape-X), so the
+  // session bounds no staleness.
+  rollout::SessionOptions so;
+  so.rollout = rollout_;
+  so.rollout.worker.capacity = std::max(so.rollout.worker.capacity, dqn.episodes_in_flight);
   // Chain episodes are microseconds of work: a thread or two per actor is plenty.
-  wc.threads = std::min(wc.threads, std::max(1, dqn.episodes_in_flight / std::max(1, actors)));
-  for (int i = 0; i < actors; ++i) {
-    wc.worker_id = "actor-" + std::to_string(i);
-    ALLOT_ASSIGN_OR_RETURN(auto server,
-                           rollout::WorkerServer::Start(wc, registry_.get(), /*in_process=*/true));
-    servers.push_back(std::move(server));
-  }
-  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::Dispatcher> dispatcher,
-                         rollout::Dispatcher::Create(rollout_.dispatcher));
-  for (size_t i = 0; i < servers.size(); ++i) {
-    dispatcher->AddChannel(servers[i]->InProcessChannel(), "actor-" + std::to_string(i));
-  }
-  auto shutdown = [&] {
-    dispatcher->Shutdown();
-    for (auto& s : servers) s->Shutdown();
-  };
-  Status published = Publish(*dispatcher);
-  if (!published.ok()) {
-    shutdown();
-    return published;
-  }
+  so.rollout.worker.threads = std::min(so.rollout.worker.threads,
+                                       std::max(1, dqn.episodes_in_flight / std::max(1, actors)));
+  so.registry = registry_.get();
+  so.name = "dqn";
+  so.default_in_process = 0;  // the constructor chose: kDefaultActors without remote workers
+  so.seed = options_.seed;
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::RolloutSession> session,
+                         rollout::RolloutSession::Start(std::move(so)));
+  ALLOT_RETURN_IF_ERROR(Publish(*session));
 
   const std::string env_config = options_.env_config.empty()
                                      ? envs::ChainEnvConfigText(options_.env)
                                      : options_.env_config;
-  const int64_t start_episode = learner_->episodes();
-  // Ids are unique within the run and across restarts: remote workers that outlived an earlier
-  // learner may still resend its trajectories, which must not pass for this run's episodes.
-  const std::string id_prefix =
-      "dqn-" + std::to_string(std::random_device{}()) + "-" + std::to_string(start_episode) + "-";
-  uint64_t next_id = 0;
+  // Draw n is episode n of the run (its dataset item and seed): a resumed run draws on from the
+  // episodes its checkpoint counted.
+  int64_t next_draw = learner_->episodes();
   int64_t outstanding = 0;
   int consecutive_failures = 0;
   auto last_progress = std::chrono::steady_clock::now();
@@ -153,41 +134,36 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
 
   if (progress != nullptr) progress->Start(learner_->episodes());
   while (status.ok() && learner_->episodes() < options_.total_episodes) {
-    std::vector<v1::EpisodeRequest> batch;
-    while (outstanding < dqn.episodes_in_flight &&
+    while (status.ok() && outstanding < dqn.episodes_in_flight &&
            learner_->episodes() + outstanding < options_.total_episodes) {
       v1::EpisodeRequest req;
-      req.set_episode_id(id_prefix + std::to_string(next_id));
       req.set_env(options_.env_name);
       req.set_env_config(env_config);
       // RLoT Sec. 3.3: the actors explore with the learner's epsilon, in its own field.
       req.set_epsilon(learner_->epsilon());
       if (!options_.dataset_items.empty()) {
-        const uint64_t n = static_cast<uint64_t>(start_episode) + next_id;
-        req.set_dataset_item(options_.dataset_items[n % options_.dataset_items.size()]);
+        const size_t n = static_cast<size_t>(next_draw) % options_.dataset_items.size();
+        req.set_dataset_item(options_.dataset_items[n]);
       }
-      req.set_seed(SplitMix64Draw(options_.seed, static_cast<uint64_t>(start_episode) + next_id));
-      ++next_id;
+      status = session->SubmitDraw(next_draw++, 1, req).status();
       ++outstanding;
-      batch.push_back(std::move(req));
     }
-    if (!batch.empty()) {
-      status = dispatcher->Submit(std::move(batch));
-      if (!status.ok()) break;
-    }
-    auto finished = dispatcher->Next(std::chrono::milliseconds(200));
-    if (!finished.has_value()) {
+    if (!status.ok()) break;
+    std::vector<rollout::FinishedEpisode> arrived =
+        session->NextGroup(std::chrono::milliseconds(200));
+    if (arrived.empty()) {
       if (std::chrono::steady_clock::now() - last_progress > idle_timeout_) {
-        const std::string unconnected = dispatcher->DescribeUnconnected();
+        const std::string unconnected = session->DescribeUnconnected();
         status = DeadlineExceeded(
             "dqn.distributed: no episode finished in " + std::to_string(idle_timeout_.count()) +
-            " ms (workers: " + std::to_string(dispatcher->stats().workers_connected) +
-            " connected" + (unconnected.empty() ? "" : "; not connected: " + unconnected) + ")");
+            " ms (workers: " + std::to_string(session->stats().workers_connected) + " connected" +
+            (unconnected.empty() ? "" : "; not connected: " + unconnected) + ")");
       }
       continue;
     }
     last_progress = std::chrono::steady_clock::now();
     --outstanding;
+    const rollout::FinishedEpisode* finished = &arrived.front();
     const v1::Trajectory& traj = finished->trajectory;
     const v1::FailureReason reason = traj.failure().reason();
     const bool failed = reason != v1::FAILURE_REASON_NONE;
@@ -252,7 +228,7 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
       if (auto u = learner_->MaybeUpdate()) {
         log.AddUpdate(*u);
         if (learner_->updates() % dqn.publish_every == 0) {
-          status = Publish(*dispatcher);
+          status = Publish(*session);
           if (!status.ok()) break;
         }
       }
@@ -274,7 +250,7 @@ Result<DqnRunSummary> DistributedDqnTrainer::Run(MetricsWriter* metrics, Progres
     }
   }
   if (progress != nullptr) progress->Finish();
-  shutdown();
+  session.reset();
   ALLOT_RETURN_IF_ERROR(status);
 
   DqnRunSummary summary;

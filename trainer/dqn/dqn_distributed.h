@@ -37,10 +37,8 @@ class ProgressBar;
 }  // namespace allot
 
 namespace allot::rollout {
-class Dispatcher;
 class EnvRegistry;
-class WorkerServer;
-struct DispatcherStats;
+class RolloutSession;
 }  // namespace allot::rollout
 
 namespace allot::trainer {
@@ -78,7 +76,7 @@ class DistributedDqnTrainer {
   const std::vector<std::string>& worker_ids() const { return worker_ids_; }
 
  private:
-  Status Publish(rollout::Dispatcher& dispatcher);
+  Status Publish(rollout::RolloutSession& session);
   Status SaveCheckpoint();
 
   DqnRunOptions options_;

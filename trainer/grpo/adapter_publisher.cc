@@ -110,6 +110,11 @@ Status AdapterPublisher::LoadAndVerify(uint64_t version) {
                      std::to_string(options_.retries) + " attempts: " + last.message());
 }
 
+Status AdapterPublisher::Serve(uint64_t version) {
+  if (loaded_.count(version) > 0) return Status::Ok();
+  return LoadAndVerify(version);
+}
+
 void AdapterPublisher::AdoptServed() {
   auto models = client_->Models(options_.endpoint).get();
   if (!models.ok()) return;

@@ -65,6 +65,10 @@ class AdapterPublisher {
   // a probe, computed with: `model` is put in eval mode for the probe and back). A version the
   // endpoint already serves under this name (adopted) is unloaded and loaded again.
   Status Publish(models::CausalLMImpl& model, uint64_t version);
+  // Makes sure version `version`, written earlier under `root`, is served: loads it again when
+  // the endpoint does not serve it (a resumed asynchronous run samples older versions, which a
+  // restarted endpoint lost). No probe: the weights are not the learner's any more.
+  Status Serve(uint64_t version);
   // The probe of the last Publish (nullopt: none ran).
   const std::optional<ProbeReport>& last_probe() const { return last_probe_; }
 

@@ -64,6 +64,28 @@ struct DeliveryProbeConfig {
   }
 };
 
+// Asynchronous GRPO (grpo_trainer.h): the groups of the next max_lag steps are sampled while
+// the learner updates. Deterministic: step k (from 1) trains on the groups of its own draws,
+// every one pinned to the version the learner held after step k - max_lag - 1 (the initial
+// adapter, version 1, for the first max_lag + 1 steps), and a resume re-issues exactly the
+// draws it had not consumed.
+struct AsyncConfig {
+  int max_lag = 0;  // 0: synchronous (collect, update, publish, collect...)
+  bool deterministic = true;
+
+  void Describe(config::Visitor& v) {
+    v.Field("max_lag", max_lag,
+            {.doc = "steps whose groups are sampled ahead while the learner updates (0: "
+                    "synchronous); step k trains on groups sampled by version max(1, k - "
+                    "max_lag)",
+             .min = 0.0,
+             .max = 64.0});
+    v.Field("deterministic", deterministic,
+            {.doc = "each step's groups pinned to one fixed version (the only mode: free mode "
+                    "is not available)"});
+  }
+};
+
 struct GrpoConfig {
   std::string policy_endpoint = "policy";  // endpoints[].name serving the policy being trained
   int group_size = 12;                     // CogER: G = 12
@@ -134,6 +156,7 @@ struct GrpoConfig {
   DeliveryProbeConfig delivery_probe;
   double rollout_timeout_s = 600.0;
   AlternationConfig alternation;  // R2-Reasoner Sec. 4.3
+  AsyncConfig async;
 
   void Describe(config::Visitor& v) {
     v.Field("policy_endpoint", policy_endpoint, {.doc = "endpoint that serves the policy"});
@@ -230,6 +253,8 @@ struct GrpoConfig {
              .min = 1.0});
     v.Field("alternation", alternation,
             {.doc = "alternating GRPO over the policy's roles (R2-Reasoner Sec. 4.3)"});
+    v.Field("async", async,
+            {.doc = "sample the groups of the next steps while the learner updates"});
   }
 };
 

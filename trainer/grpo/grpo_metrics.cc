@@ -68,6 +68,7 @@ Scalars StepMetrics::ToScalars() const {
   const double kept = std::max(episodes - failed, 1.0);
   out.emplace_back("staleness/mean", staleness_sum / kept);
   out.emplace_back("staleness/max", staleness_max);
+  out.emplace_back("rollout/groups_in_flight", groups_in_flight);
   out.emplace_back("cost_usd_per_episode", cost_usd / n);
   out.emplace_back("energy_j_per_episode", energy_j / n);
   out.emplace_back("oracle_cost_usd", oracle_cost_usd);

@@ -26,6 +26,9 @@ struct StepMetrics {
   std::map<std::string, double> failures;
   std::string first_failure;
   double staleness_sum = 0, staleness_max = 0;
+  // grpo.async: groups submitted and not yet trained on when the step's update starts (its own
+  // excluded); 0 when synchronous.
+  double groups_in_flight = 0;
   std::vector<double> rewards;  // raw env reward of each trained-or-dropped episode seen
   std::map<std::string, std::vector<double>> components;
   double cost_usd = 0, energy_j = 0, episode_tokens = 0;

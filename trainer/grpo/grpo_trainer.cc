@@ -8,8 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
-#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -20,9 +20,8 @@
 #include "llm/client.h"
 #include "models/peft.h"
 #include "models/tokenizer/tokenizer.h"
-#include "rollout/dispatcher.h"
 #include "rollout/failure_kind.h"
-#include "rollout/worker.h"
+#include "rollout/session.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/adapter_publisher.h"
 #include "trainer/grpo/advantages.h"
@@ -60,7 +59,9 @@ struct GrpoTrainer::State {
   int64_t step = 0;
   uint64_t version = 0;
   int64_t cursor = 0;  // groups drawn from the prompt list so far
-  std::string nonce;   // keeps episode ids unique across restarts
+  // grpo.async: the policy version after each recent step (0: the initial version), for the
+  // versions the steps in flight sample; kept back to step - max_lag.
+  std::map<int64_t, uint64_t> version_after;
   // The KL term's reference policy when the run starts from an adapter (lora.init_from): that
   // adapter's weights. Empty: the base model (a fresh adapter, B = 0, starts there).
   std::vector<at::Tensor> reference_lora;
@@ -129,6 +130,24 @@ Status CheckGrpoConfig(const GrpoConfig& g) {
         " episodes per pass, but a step trains on " + std::to_string(step_episodes) +
         " (grpo.grad_accum " + std::to_string(g.grad_accum) + " x prompts_per_step " +
         std::to_string(g.prompts_per_step) + " x group_size " + std::to_string(g.group_size) + ")");
+  }
+  if (g.async.max_lag > 0) {
+    const std::string lag = "grpo.async.max_lag: " + std::to_string(g.async.max_lag);
+    if (!g.async.deterministic) {
+      return InvalidArgument(
+          "grpo.async.deterministic: false (each group sampled by whatever version is current) "
+          "is not available; asynchronous GRPO runs deterministic");
+    }
+    if (g.alternation.enabled) {
+      return InvalidArgument(lag +
+                             " with grpo.alternation: one adapter per role trains "
+                             "synchronously (set grpo.async.max_lag: 0)");
+    }
+    if (g.dynamic_sampling) {
+      return InvalidArgument(lag +
+                             " with grpo.dynamic_sampling: replacement groups would make a "
+                             "step's draws depend on arrival order (set one of them off)");
+    }
   }
   if (!g.delivery_probe.enabled && g.delivery_probe.tolerance > 0.0) {
     return InvalidArgument(
@@ -219,7 +238,6 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   }
   st->publisher = std::make_unique<AdapterPublisher>(st->client.get(), po);
   if (st->roles != nullptr) st->roles->SetPublishers(st->client.get(), po);
-  st->nonce = std::to_string(std::random_device{}());
   st->options = std::move(options);
   return std::unique_ptr<GrpoTrainer>(new GrpoTrainer(std::move(st)));
 }
@@ -248,11 +266,31 @@ Result<int64_t> GrpoTrainer::Resume() {
   if (j.is_discarded() || !j.contains("step")) {
     return DataLoss(info.path + "/state.json: not a GRPO learner state");
   }
-  // Steps are synchronous: a checkpoint is written when every episode of its step has been
+  // grpo.async: the groups in flight at the checkpoint are the draws of the next max_lag steps,
+  // each sampled by a recorded version; they are issued again (none was trained on). Both runs
+  // must agree on max_lag, or the steps would own other draws.
+  const int64_t lag = s_->options.grpo.async.max_lag;
+  const int64_t written_lag = j.value("async_max_lag", int64_t{0});
+  if (written_lag != lag) {
+    return InvalidArgument("grpo.async.max_lag: " + std::to_string(lag) + ", but " + info.path +
+                           " was written with max_lag " + std::to_string(written_lag) +
+                           ": its steps own other draws; resume with max_lag " +
+                           std::to_string(written_lag));
+  }
+  s_->version_after.clear();
+  if (lag > 0) {
+    if (!j.contains("version_after") || !j["version_after"].is_array()) {
+      return DataLoss(info.path + "/state.json: no version_after for grpo.async");
+    }
+    for (const auto& e : j["version_after"]) {
+      s_->version_after[e.at(0).get<int64_t>()] = e.at(1).get<uint64_t>();
+    }
+  }
+  // Synchronous steps: a checkpoint is written when every episode of its step has been
   // collected, so the dispatcher ledger holds nothing to re-issue (the episodes of a step that
   // was interrupted are drawn again from the cursor). A checkpoint that says otherwise is not one
   // this learner can resume exactly.
-  if (j.value("ledger_open", int64_t{0}) != 0) {
+  if (lag == 0 && j.value("ledger_open", int64_t{0}) != 0) {
     return DataLoss(info.path + "/state.json: " + std::to_string(j.value("ledger_open", 0)) +
                     " episodes were in flight at this checkpoint");
   }
@@ -272,8 +310,8 @@ Result<int64_t> GrpoTrainer::Resume() {
 
 namespace {
 
-// `ledger_open`: episodes the dispatcher still holds (0 at a step's end; recorded so that a
-// resume can check it).
+// `ledger_open`: episodes the dispatcher still holds (0 at a synchronous step's end; recorded so
+// that a resume can check it).
 Status SaveCheckpoint(GrpoTrainer::State& s, int64_t ledger_open) {
   if (s.options.checkpoint_dir.empty()) return Status::Ok();
   CheckpointStore store(s.options.checkpoint_dir, s.options.keep_last);
@@ -288,6 +326,13 @@ Status SaveCheckpoint(GrpoTrainer::State& s, int64_t ledger_open) {
     nlohmann::json j = {
         {"step", s.step},     {"ledger_open", ledger_open},    {"policy_version", s.version},
         {"cursor", s.cursor}, {"lambda", s.lagrange.lambda()}, {"seed", s.options.seed}};
+    if (s.options.grpo.async.max_lag > 0) {
+      j["async_max_lag"] = s.options.grpo.async.max_lag;
+      j["version_after"] = nlohmann::json::array();
+      for (const auto& [step, version] : s.version_after) {
+        j["version_after"].push_back({step, version});
+      }
+    }
     return WriteText(dir + "/state.json", j.dump(2));
   });
   return saved.status();
@@ -421,8 +466,7 @@ Result<GrpoRunSummary> RunFollower(GrpoTrainer::State& s, comm::Communicator& co
     if (!b.trajectories.empty()) {
       std::vector<Sample> samples;
       for (size_t i = 0; i < b.trajectories.size(); ++i) {
-        samples.push_back(
-            {&b.trajectories[i], b.advantages[i], b.step_advantages[i], b.weights[i]});
+        samples.push_back({&b.trajectories[i], b.advantages[i], b.step_advantages[i]});
       }
       StepMetrics m;
       ALLOT_RETURN_IF_ERROR(TrainShard(s, samples, b.lr, &m));
@@ -452,62 +496,51 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     return summary;
   }
 
-  // Rollout workers: in-process ones, and/or the remote ones of rollout.dispatcher.workers.
-  rollout::DispatcherConfig dc = s.options.rollout.dispatcher;
-  dc.max_policy_lag = -1;  // the learner measures staleness per segment
-  dc.deliver_groups = false;
-  std::vector<std::unique_ptr<rollout::WorkerServer>> servers;
-  rollout::WorkerConfig wc = s.options.rollout.worker;
-  wc.metrics_listen = "";
-  // A recipe that names no workers runs two in the learner process (single-machine runs).
-  const int in_process = s.options.rollout.in_process_workers > 0
-                             ? s.options.rollout.in_process_workers
-                         : dc.workers.empty() ? 2
-                                              : 0;
-  for (int i = 0; i < in_process; ++i) {
-    wc.worker_id = "grpo-worker-" + std::to_string(i);
-    ALLOT_ASSIGN_OR_RETURN(auto server,
-                           rollout::WorkerServer::Start(wc, &rollout::EnvRegistry::Global(), true));
-    servers.push_back(std::move(server));
-  }
-  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::Dispatcher> dispatcher,
-                         rollout::Dispatcher::Create(dc));
-  for (size_t i = 0; i < servers.size(); ++i) {
-    dispatcher->AddChannel(servers[i]->InProcessChannel(), "grpo-worker-" + std::to_string(i));
-  }
-  struct Shutdown {
-    rollout::Dispatcher* d;
-    std::vector<std::unique_ptr<rollout::WorkerServer>>* w;
-    ~Shutdown() {
-      d->Shutdown();
-      for (auto& x : *w) x->Shutdown();
-    }
-  } shutdown{dispatcher.get(), &servers};
+  // Rollout workers: in-process ones (two when the recipe names none), and/or the remote ones
+  // of rollout.dispatcher.workers.
+  rollout::SessionOptions so;
+  so.rollout = s.options.rollout;
+  so.registry = &rollout::EnvRegistry::Global();
+  so.name = "grpo";
+  so.default_in_process = 2;
+  so.seed = s.options.seed;
+  // grpo.async: a worker that (re)connects gets every version a step in flight may pin.
+  so.policy_history = static_cast<size_t>(g.async.max_lag) + 1;
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<rollout::RolloutSession> session,
+                         rollout::RolloutSession::Start(std::move(so)));
 
-  // `all`: with one adapter per role, every role's (a run's first publication, or a resumed
-  // run's); else only the active role's, the one adapter the step changed (R2-Reasoner Sec. 4.3).
-  auto publish = [&](uint64_t version, bool all) -> Status {
+  // The adapter of `version`: written, loaded into the policy endpoint and proven served. `all`:
+  // with one adapter per role, every role's (a run's first publication, or a resumed run's);
+  // else only the active role's, the one adapter the step changed (R2-Reasoner Sec. 4.3).
+  auto publish_adapter = [&](uint64_t version, bool all) -> Status {
+    if (s.roles != nullptr) {
+      return all ? s.roles->PublishAll(version) : s.roles->PublishActive(version);
+    }
+    return s.publisher->Publish(*s.model, version);
+  };
+  // Makes `version` the rollout workers' policy: the episodes they start from now on sample it.
+  auto push_snapshot = [&](uint64_t version) -> Status {
     rollout::PolicySnapshot snap;
     snap.version = version;
     snap.kind = v1::POLICY_KIND_LORA_ADAPTER;
     if (s.roles != nullptr) {
-      ALLOT_RETURN_IF_ERROR(all ? s.roles->PublishAll(version) : s.roles->PublishActive(version));
       s.roles->FillSnapshot(snap);
     } else {
-      ALLOT_RETURN_IF_ERROR(s.publisher->Publish(*s.model, version));
       snap.adapter_name = s.publisher->AdapterName(version);
       snap.adapter_uri = s.publisher->AdapterDir(version);
     }
-    ALLOT_RETURN_IF_ERROR(dispatcher->PublishPolicy(std::move(snap)));
-    // Every episode of earlier steps has been collected, but a worker may start an episode
-    // before the new snapshot reaches it: keep the versions within max_policy_lag.
-    const uint64_t lag = static_cast<uint64_t>(std::max(g.max_policy_lag, 0));
-    if (version > lag && s.roles != nullptr) {
+    return session->Publish(std::move(snap));
+  };
+  // A worker may start an episode before a new snapshot reaches it, and under grpo.async the
+  // groups in flight sample the max_lag versions before the newest: those stay loaded.
+  auto unload_old = [&](uint64_t version) {
+    const uint64_t lag = static_cast<uint64_t>(std::max(g.max_policy_lag, g.async.max_lag));
+    if (version <= lag) return;
+    if (s.roles != nullptr) {
       s.roles->UnloadActiveBelow(version - lag);
-    } else if (version > lag) {
+    } else {
       s.publisher->UnloadBelow(version - lag);
     }
-    return Status::Ok();
   };
   // Version 1 is the initial adapter; a resumed run loads its version again (the endpoint may
   // be a fresh process) and takes over the versions an earlier process left loaded there, so
@@ -531,140 +564,92 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     s.publisher->UnloadStale();
     if (s.roles != nullptr) s.roles->UnloadStale();
   }
-  ALLOT_RETURN_IF_ERROR(publish(s.version, /*all=*/true));
+  ALLOT_RETURN_IF_ERROR(publish_adapter(s.version, /*all=*/true));
+  if (g.async.max_lag == 0) {
+    ALLOT_RETURN_IF_ERROR(push_snapshot(s.version));
+    unload_old(s.version);
+  } else {
+    if (s.version_after.empty()) s.version_after[s.step] = s.version;
+    // A resumed run's groups in flight sample older versions: the endpoint (maybe a fresh
+    // process) serves them again from the adapters written then, and the workers get each.
+    uint64_t pushed = 0;
+    for (const auto& [step, version] : s.version_after) {
+      if (version == pushed) continue;
+      ALLOT_RETURN_IF_ERROR(s.publisher->Serve(version));
+      ALLOT_RETURN_IF_ERROR(push_snapshot(version));
+      pushed = version;
+    }
+  }
 
   const int64_t group_size = g.group_size;
-  std::map<std::string, int64_t> group_cursor;
-  auto submit_group = [&]() -> Result<std::string> {
-    const int64_t c = s.cursor++;
-    const std::string gid = "grpo-" + s.nonce + "-g" + std::to_string(c);
-    const std::string& item = s.options.prompts[static_cast<size_t>(c) % s.options.prompts.size()];
-    std::vector<v1::EpisodeRequest> reqs;
-    for (int64_t i = 0; i < group_size; ++i) {
-      v1::EpisodeRequest r;
-      r.set_episode_id(gid + "-" + std::to_string(i));
-      r.set_env(s.options.env);
-      r.set_env_config(s.options.env_config);
-      r.set_dataset_item(item);
-      r.set_group_id(gid);
-      r.set_group_index(static_cast<uint32_t>(i));
-      r.set_group_size(static_cast<uint32_t>(group_size));
-      const uint64_t seed =
-          SplitMix64Hash(s.options.seed ^ SplitMix64Hash(static_cast<uint64_t>(c) * 4099 +
-                                                         static_cast<uint64_t>(i)));
-      r.set_seed(seed);
-      auto* sp = r.mutable_sampling();
-      sp->set_temperature(static_cast<float>(g.temperature));
-      // No max_tokens: each policy turn is sampled under its env's own budget (e.g.
-      // env.coger.router_max_tokens), in training as in evaluation.
-      sp->set_seed(seed & 0x7fffffffffffull);
-      r.set_timeout_ms(static_cast<uint32_t>(std::min(g.rollout_timeout_s, 86400.0) * 1000.0));
-      reqs.push_back(std::move(r));
-    }
-    ALLOT_RETURN_IF_ERROR(dispatcher->Submit(std::move(reqs)));
-    group_cursor[gid] = c;
-    return gid;
+  // Draw c of the run: the group of prompt c (mod the list), episodes seeded by the session.
+  // `version` > 0 pins the episodes to it (grpo.async).
+  auto submit_draw = [&](int64_t c, uint64_t version) -> Status {
+    v1::EpisodeRequest r;
+    r.set_env(s.options.env);
+    r.set_env_config(s.options.env_config);
+    r.set_dataset_item(s.options.prompts[static_cast<size_t>(c) % s.options.prompts.size()]);
+    // No max_tokens: each policy turn is sampled under its env's own budget (e.g.
+    // env.coger.router_max_tokens), in training as in evaluation.
+    r.mutable_sampling()->set_temperature(static_cast<float>(g.temperature));
+    r.set_timeout_ms(static_cast<uint32_t>(std::min(g.rollout_timeout_s, 86400.0) * 1000.0));
+    return session->SubmitDraw(c, static_cast<uint32_t>(group_size), r, version).status();
   };
 
-  if (progress != nullptr) progress->Start(s.step);
-  int consecutive_empty = 0;
-  while (s.step < s.options.total_steps) {
-    StepMetrics m;
-    const auto t_step = Clock::now();
-
-    // ---- Collect grad_accum batches of prompts_per_step groups (plus replacements for dropped
-    // ones). No adapter is published within a step, so the grad_accum batches are sampled from
-    // one policy version whether they are drawn one after another or together: they are drawn
-    // together, and each group's advantages are its own group's, so the step is exactly one
-    // optimizer step over grad_accum collected batches (TRL, verl).
-    const int64_t groups_per_step = static_cast<int64_t>(g.grad_accum) * g.prompts_per_step;
-    std::map<std::string, Group> partial;
-    std::vector<Group> accepted;
-    int64_t outstanding = 0;
-    int refills = 0;
-    for (int64_t i = 0; i < groups_per_step; ++i) {
-      ALLOT_RETURN_IF_ERROR(submit_group().status());
-      ++outstanding;
-    }
-    const auto deadline = Clock::now() + std::chrono::duration<double>(g.rollout_timeout_s);
-    while (outstanding > 0) {
-      auto fe = dispatcher->Next(std::chrono::milliseconds(100));
-      if (!fe.has_value()) {
-        if (Clock::now() > deadline) {
-          const std::string unconnected = dispatcher->DescribeUnconnected();
-          return DeadlineExceeded("grpo: rollout workers returned no group within " +
-                                  std::to_string(g.rollout_timeout_s) +
-                                  " s (grpo.rollout_timeout_s)" +
-                                  (unconnected.empty() ? "" : "; not connected: " + unconnected));
-        }
-        continue;
-      }
-      // R2-Reasoner Sec. 4.3: only the active role's segments carry loss (alternation.h).
-      if (g.alternation.enabled) {
-        FreezeInactiveRoles(fe->trajectory, ActiveRole(g.alternation, s.step));
-      }
-      const std::string gid = fe->trajectory.group_id();
-      Group& grp = partial[gid];
-      grp.episodes.push_back(std::move(*fe));
-      if (static_cast<int64_t>(grp.episodes.size()) < group_size) continue;
-      --outstanding;
-      Group done = std::move(grp);
-      partial.erase(gid);
-      done.cursor = group_cursor[gid];
-      group_cursor.erase(gid);
-      // Arrival order varies from run to run; the batch order must not (exact resume).
-      std::sort(done.episodes.begin(), done.episodes.end(), [](const auto& a, const auto& b) {
-        return a.trajectory.group_index() < b.trajectory.group_index();
-      });
-      // Stale episodes and failures that are not the policy's leave the group. A policy
-      // failure its env scored (format error, truncation, malformed call) stays with its
-      // failure reward, so that the group's advantage penalises it (rollout/failure_kind.h).
-      Group kept;
-      kept.cursor = done.cursor;
+  // One collected group, screened for training: stale episodes and failures that are not the
+  // policy's leave it, and the rest are scored (ScoreGroup). A policy failure its env scored
+  // (format error, truncation, malformed call) stays with its failure reward, so that the
+  // group's advantage penalises it (rollout/failure_kind.h). `expected`: the version that
+  // should have sampled its policy segments; staleness is measured from it, and reported against
+  // the learner's current version.
+  auto screen = [&](Group done, StepMetrics& m, uint64_t expected) -> Group {
+    // R2-Reasoner Sec. 4.3: only the active role's segments carry loss (alternation.h).
+    if (g.alternation.enabled) {
       for (auto& e : done.episodes) {
-        const auto& t = e.trajectory;
-        m.episodes += 1;
-        const bool failed = t.failure().reason() != v1::FAILURE_REASON_NONE;
-        const bool trainable = TrainableTokens(t) > 0;
-        if (failed) m.ObserveFailure(t, trainable && rollout::IsScoredPolicyFailure(t));
-        if (!trainable || (failed && !rollout::IsScoredPolicyFailure(t))) {
-          if (!failed) {
-            m.failed += 1;
-            if (m.failed == 1) m.first_failure = "an episode with no trainable token";
-          }
-          continue;
-        }
-        const int64_t lag = PolicyLag(t, CurrentVersion(s));
-        m.staleness_sum += static_cast<double>(lag);
-        m.staleness_max = std::max<double>(m.staleness_max, static_cast<double>(lag));
-        if (lag > g.max_policy_lag && g.stale_policy == "drop") {
-          m.stale_dropped += 1;
-          continue;
-        }
-        kept.episodes.push_back(std::move(e));
+        FreezeInactiveRoles(e.trajectory, ActiveRole(g.alternation, s.step));
       }
-      // Flatness is judged on what the advantages are computed from, not the env's raw reward
-      // (DeepTool's step-wise instances have outcome 0 and their signal in the step rewards).
-      ScoreGroup(kept, g, s.lagrange);
-      const bool flat = kept.episodes.size() >= 2 && FlatGroup(kept.rewards, kept.step_rewards);
-      if (kept.episodes.size() < 2 || (g.dynamic_sampling && flat)) {
-        m.groups_dropped += 1;
-        if (g.dynamic_sampling && flat) m.groups_zero_variance += 1;
-        for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, g.budget_metric);
-        if (g.dynamic_sampling && refills < g.max_refill_groups &&
-            static_cast<int64_t>(accepted.size()) + outstanding < groups_per_step) {
-          ALLOT_RETURN_IF_ERROR(submit_group().status());
-          ++outstanding;
-          ++refills;
+    }
+    Group kept;
+    kept.cursor = done.cursor;
+    for (auto& e : done.episodes) {
+      const auto& t = e.trajectory;
+      m.episodes += 1;
+      const bool failed = t.failure().reason() != v1::FAILURE_REASON_NONE;
+      const bool trainable = TrainableTokens(t) > 0;
+      if (failed) m.ObserveFailure(t, trainable && rollout::IsScoredPolicyFailure(t));
+      if (!trainable || (failed && !rollout::IsScoredPolicyFailure(t))) {
+        if (!failed) {
+          m.failed += 1;
+          if (m.failed == 1) m.first_failure = "an episode with no trainable token";
         }
         continue;
       }
-      accepted.push_back(std::move(kept));
+      const int64_t behind = PolicyLag(t, CurrentVersion(s));
+      m.staleness_sum += static_cast<double>(behind);
+      m.staleness_max = std::max<double>(m.staleness_max, static_cast<double>(behind));
+      if (PolicyLag(t, expected) > g.max_policy_lag && g.stale_policy == "drop") {
+        m.stale_dropped += 1;
+        continue;
+      }
+      kept.episodes.push_back(std::move(e));
     }
-    m.rollout_wait_s = std::chrono::duration<double>(Clock::now() - t_step).count();
+    ScoreGroup(kept, g, s.lagrange);
+    return kept;
+  };
+  // A screened group that cannot train: counted, its episodes observed.
+  auto drop = [&](const Group& kept, StepMetrics& m, bool flat) {
+    m.groups_dropped += 1;
+    if (flat) m.groups_zero_variance += 1;
+    for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, g.budget_metric);
+  };
+
+  int consecutive_empty = 0;
+  // Advantages, the update and the new adapter (`on_version` makes it the rollouts' policy),
+  // metrics: everything of a step after its groups are collected. Advances s.step.
+  auto train = [&](std::vector<Group> accepted, StepMetrics& m, Clock::time_point t_step,
+                   const std::function<Status(uint64_t)>& on_version) -> Status {
     std::sort(accepted.begin(), accepted.end(),
               [](const Group& a, const Group& b) { return a.cursor < b.cursor; });
-
     if (m.failed == m.episodes && m.episodes > 0) {
       return Unavailable("grpo: every episode of step " + std::to_string(s.step) +
                          " failed; first failure: " + m.first_failure);
@@ -698,14 +683,15 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
           " episodes failed (first: " + m.first_failure + ")");
     }
 
-    // ---- Rewards, costs, advantages.
+    // ---- Rewards, costs, advantages. Scored again under this step's lambda: under grpo.async
+    // a group arrives while an earlier step's dual update is still to come.
     std::vector<const v1::Trajectory*> trajs;
     std::vector<int64_t> gids;
     std::vector<double> shaped, costs;
     std::vector<std::vector<double>> step_rewards;
-    std::vector<double> weights;
     for (size_t gi = 0; gi < accepted.size(); ++gi) {
-      const Group& grp = accepted[gi];
+      Group& grp = accepted[gi];
+      ScoreGroup(grp, g, s.lagrange);
       for (size_t i = 0; i < grp.episodes.size(); ++i) {
         const auto& t = grp.episodes[i].trajectory;
         trajs.push_back(&t);
@@ -713,7 +699,6 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
         shaped.push_back(grp.rewards[i]);  // ScoreGroup: what dynamic sampling judged
         costs.push_back(grp.costs[i]);
         step_rewards.push_back(grp.step_rewards[i]);
-        weights.push_back(grp.episodes[i].weight);
         m.ObserveEpisode(t, g.budget_metric);
       }
     }
@@ -736,7 +721,6 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
         sb.trajectories.push_back(*trajs[i]);
         sb.advantages.push_back(adv[i]);
         sb.step_advantages.push_back(step_adv[i]);
-        sb.weights.push_back(weights[i]);
       }
       std::string bytes = EncodeStepBatch(sb);
       ALLOT_RETURN_IF_ERROR(comm->BroadcastString(bytes));
@@ -745,14 +729,16 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     if (!trajs.empty()) {
       std::vector<Sample> samples;
       for (size_t i = 0; i < trajs.size(); ++i) {
-        samples.push_back({trajs[i], adv[i], step_adv[i], weights[i]});
+        samples.push_back({trajs[i], adv[i], step_adv[i]});
       }
       ALLOT_RETURN_IF_ERROR(TrainShard(s, samples, lr, &m));
       *followers_waiting = true;
       // ---- Sync: a new adapter version, proven served.
       const auto t_sync = Clock::now();
       s.version += 1;
-      ALLOT_RETURN_IF_ERROR(publish(s.version, /*all=*/false));
+      ALLOT_RETURN_IF_ERROR(publish_adapter(s.version, /*all=*/false));
+      ALLOT_RETURN_IF_ERROR(on_version(s.version));
+      unload_old(s.version);
       m.sync_s = std::chrono::duration<double>(Clock::now() - t_sync).count();
       if (const auto& p = LastProbe(s); p.has_value()) {
         m.probed = true;
@@ -771,13 +757,164 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       ALLOT_RETURN_IF_ERROR(metrics->Log(s.step, m.ToScalars()));
     }
     if (progress != nullptr) progress->Update(s.step, m.MeanReward());
+    return Status::Ok();
+  };
+  auto step_done = [&]() -> Status {
     if (s.options.checkpoint_every > 0 && s.step % s.options.checkpoint_every == 0) {
-      ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s, dispatcher->stats().open));
+      ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s, session->stats().open));
     }
     if (s.options.on_step_end) s.options.on_step_end(s.step);
+    return Status::Ok();
+  };
+  auto timed_out = [&]() {
+    const std::string unconnected = session->DescribeUnconnected();
+    return DeadlineExceeded("grpo: rollout workers returned no group within " +
+                            std::to_string(g.rollout_timeout_s) + " s (grpo.rollout_timeout_s)" +
+                            (unconnected.empty() ? "" : "; not connected: " + unconnected));
+  };
+  // The group `arrived` came as: its draw, or an error for a group the session did not submit.
+  auto draw_of = [&](const std::vector<rollout::FinishedEpisode>& arrived) -> Result<int64_t> {
+    const std::optional<int64_t> draw = session->DrawOf(arrived.front().trajectory.group_id());
+    if (!draw.has_value()) {
+      return Internal("grpo: the rollout session delivered group '" +
+                      arrived.front().trajectory.group_id() + "', which it did not submit");
+    }
+    return *draw;
+  };
+
+  const int64_t groups_per_step = static_cast<int64_t>(g.grad_accum) * g.prompts_per_step;
+  if (progress != nullptr) progress->Start(s.step);
+  if (g.async.max_lag == 0) {
+    // ---- Synchronous: collect grad_accum batches of prompts_per_step groups (plus
+    // replacements for dropped ones), update, publish. No adapter is published within a step, so
+    // the grad_accum batches are sampled from one policy version whether they are drawn one
+    // after another or together: they are drawn together, and each group's advantages are its
+    // own group's, so the step is exactly one optimizer step over grad_accum collected batches
+    // (TRL, verl).
+    auto sync_version = [&](uint64_t version) { return push_snapshot(version); };
+    while (s.step < s.options.total_steps) {
+      StepMetrics m;
+      const auto t_step = Clock::now();
+      std::vector<Group> accepted;
+      int64_t outstanding = 0;
+      int refills = 0;
+      for (int64_t i = 0; i < groups_per_step; ++i) {
+        ALLOT_RETURN_IF_ERROR(submit_draw(s.cursor++, 0));
+        ++outstanding;
+      }
+      const auto deadline = Clock::now() + std::chrono::duration<double>(g.rollout_timeout_s);
+      while (outstanding > 0) {
+        std::vector<rollout::FinishedEpisode> arrived =
+            session->NextGroup(std::chrono::milliseconds(100));
+        if (arrived.empty()) {
+          if (Clock::now() > deadline) return timed_out();
+          continue;
+        }
+        // A whole group, in group_index order (the session's delivery): arrival order varies
+        // from run to run, the batch order must not (exact resume).
+        ALLOT_ASSIGN_OR_RETURN(const int64_t draw, draw_of(arrived));
+        --outstanding;
+        Group done;
+        done.cursor = draw;
+        done.episodes = std::move(arrived);
+        Group kept = screen(std::move(done), m, CurrentVersion(s));
+        // Flatness is judged on what the advantages are computed from, not the env's raw
+        // reward (DeepTool's step-wise instances have outcome 0 and their signal in the step
+        // rewards).
+        const bool flat = kept.episodes.size() >= 2 && FlatGroup(kept.rewards, kept.step_rewards);
+        if (kept.episodes.size() < 2 || (g.dynamic_sampling && flat)) {
+          drop(kept, m, g.dynamic_sampling && flat);
+          if (g.dynamic_sampling && refills < g.max_refill_groups &&
+              static_cast<int64_t>(accepted.size()) + outstanding < groups_per_step) {
+            ALLOT_RETURN_IF_ERROR(submit_draw(s.cursor++, 0));
+            ++outstanding;
+            ++refills;
+          }
+          continue;
+        }
+        accepted.push_back(std::move(kept));
+      }
+      m.rollout_wait_s = std::chrono::duration<double>(Clock::now() - t_step).count();
+      ALLOT_RETURN_IF_ERROR(train(std::move(accepted), m, t_step, sync_version));
+      ALLOT_RETURN_IF_ERROR(step_done());
+    }
+  } else {
+    // ---- Asynchronous and deterministic (grpo.async): step k (from 1) trains on draws
+    // [(k - 1) G, k G) of G = grad_accum x prompts_per_step groups, every episode pinned to the
+    // version the learner held after step k - max_lag - 1 (s.version_after): the workers keep
+    // the recent versions and sample the one a request names, a re-dispatch after a worker's
+    // death included, so whatever the arrival order a step's batch is the same groups sampled
+    // by the same adapter.
+    const int64_t lag_steps = g.async.max_lag;
+    struct Ahead {
+      uint64_t version = 0;
+      std::vector<Group> arrived;
+    };
+    std::map<int64_t, Ahead> ahead;  // steps submitted and not yet trained, by step (from 1)
+    // Submits the steps up to max_lag ahead of the one to train next.
+    auto pump = [&]() -> Status {
+      const int64_t last = std::min(s.options.total_steps, s.step + 1 + lag_steps);
+      for (int64_t k = s.step + 1; k <= last; ++k) {
+        if (ahead.count(k) > 0) continue;
+        Ahead& a = ahead[k];
+        a.version = s.version_after.at(std::max<int64_t>(0, k - lag_steps - 1));
+        for (int64_t i = 0; i < groups_per_step; ++i) {
+          ALLOT_RETURN_IF_ERROR(submit_draw((k - 1) * groups_per_step + i, a.version));
+        }
+      }
+      return Status::Ok();
+    };
+    auto async_version = [&](uint64_t version) { return push_snapshot(version); };
+    while (s.step < s.options.total_steps) {
+      StepMetrics m;
+      const auto t_step = Clock::now();
+      const int64_t k = s.step + 1;
+      ALLOT_RETURN_IF_ERROR(pump());
+      const auto deadline = Clock::now() + std::chrono::duration<double>(g.rollout_timeout_s);
+      while (static_cast<int64_t>(ahead.at(k).arrived.size()) < groups_per_step) {
+        std::vector<rollout::FinishedEpisode> arrived =
+            session->NextGroup(std::chrono::milliseconds(100));
+        if (arrived.empty()) {
+          if (Clock::now() > deadline) return timed_out();
+          continue;
+        }
+        ALLOT_ASSIGN_OR_RETURN(const int64_t draw, draw_of(arrived));
+        auto it = ahead.find(draw / groups_per_step + 1);
+        if (it == ahead.end()) {
+          return Internal("grpo.async: draw " + std::to_string(draw) +
+                          " belongs to no step in flight");
+        }
+        Group done;
+        done.cursor = draw;
+        done.episodes = std::move(arrived);
+        it->second.arrived.push_back(std::move(done));
+      }
+      m.rollout_wait_s = std::chrono::duration<double>(Clock::now() - t_step).count();
+      Ahead mine = std::move(ahead.at(k));
+      ahead.erase(k);
+      m.groups_in_flight = static_cast<double>(ahead.size() * groups_per_step);
+      std::sort(mine.arrived.begin(), mine.arrived.end(),
+                [](const Group& a, const Group& b) { return a.cursor < b.cursor; });
+      std::vector<Group> accepted;
+      for (Group& done : mine.arrived) {
+        Group kept = screen(std::move(done), m, mine.version);
+        if (kept.episodes.size() < 2) {
+          drop(kept, m, /*flat=*/false);
+          continue;
+        }
+        accepted.push_back(std::move(kept));
+      }
+      ALLOT_RETURN_IF_ERROR(train(std::move(accepted), m, t_step, async_version));
+      // What the steps max_lag + 1 ahead sample; older entries no step in flight needs.
+      s.version_after[s.step] = s.version;
+      s.version_after.erase(s.version_after.begin(),
+                            s.version_after.lower_bound(s.step - lag_steps));
+      s.cursor = s.step * groups_per_step;  // the draws trained on; the rest are re-issued
+      ALLOT_RETURN_IF_ERROR(step_done());
+    }
   }
   if (s.options.checkpoint_every <= 0 || s.step % s.options.checkpoint_every != 0) {
-    ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s, dispatcher->stats().open));
+    ALLOT_RETURN_IF_ERROR(SaveCheckpoint(s, session->stats().open));
   }
   if (progress != nullptr) progress->Finish();
   summary.steps = s.step;

@@ -2,8 +2,8 @@
 //
 //   per step:  submit grad_accum x prompts_per_step groups of group_size episodes
 //                 (EpisodeRequest.group_id): grad_accum collected batches
-//              -> collect trajectories through the rollout::Dispatcher (in-process workers or
-//                 remote ones), drop failed and stale episodes, shape rewards (per-turn
+//              -> collect whole groups through the rollout::RolloutSession (in-process workers
+//                 or remote ones), drop failed and stale episodes, shape rewards (per-turn
 //                 overlong, Lagrange cost), drop groups whose advantages would all be 0 and
 //                 draw replacements (dynamic sampling)
 //              -> group-relative (+ step) advantages -> left-padded token batch
@@ -31,9 +31,23 @@
 // safetensors image, with the schedule step), the step, the policy version, the data cursor,
 // lambda and the dispatcher's open-episode count; the learning-rate schedule is a function of
 // the step and
-// every sampling seed a function of (seed, cursor, index), so a resumed run draws the same
+// every sampling seed a function of (seed, draw, index), so a resumed run draws the same
 // episodes. A step's episodes are all collected before its update, so the dispatcher ledger is
 // empty at every checkpoint and the episodes of an interrupted step are issued again on resume.
+//
+// Asynchronous GRPO (grpo.async.max_lag N > 0): the groups of the next N steps are sampled while
+// the learner updates. Step k (from 1) trains on draws [(k-1) G, k G), G = grad_accum x
+// prompts_per_step, every one sampled by the version the learner held after step k - N - 1
+// (version 1, the initial adapter, for k <= N + 1; a step that trained nothing publishes no
+// version, so its successors' are the one before). The workers
+// sample the version their request names (the ledger keeps it on every dispatch; the workers
+// keep the recent versions), so a group run again after a worker's death is sampled by its own
+// version too, and a step's batch is the same draws under the same version whatever the arrival
+// order. (Two runs of one seed are not bit-identical yet: docs/architecture.md, Not there yet.)
+// A checkpoint records the versions the steps in flight sample; a resume issues their draws
+// again (none was trained on) and has the endpoint serve those versions from the adapters
+// written then. Dynamic sampling (its refills would depend on arrival order) and alternation are
+// synchronous only.
 //
 // Data parallel (options.comm with a world of N > 1): every rank builds the same model and
 // starts from rank 0's adapter (broadcast). Rank 0 alone runs the rollouts, publishes adapters,

@@ -89,7 +89,6 @@ Result<PolicyLossResult> ComputePolicyLoss(const PolicyLossInputs& in,
   } else {
     s.is_weight_mean = 1.0;
   }
-  if (in.weights.defined()) per_token = per_token * in.weights.detach();
 
   at::Tensor loss = Aggregate(per_token, mask, options.aggregation, options.norm_len, totals);
   s.policy_loss = loss.item<double>();

@@ -55,8 +55,7 @@ struct PolicyLossInputs {
   at::Tensor rollout_logp;  // endpoint's sampling log-probs; undefined: no TIS
   at::Tensor ref_logp;      // reference policy; needed when kl_coef > 0
   at::Tensor advantages;
-  at::Tensor mask;     // 1 on trainable tokens
-  at::Tensor weights;  // optional extra per-token weights (undefined: 1)
+  at::Tensor mask;  // 1 on trainable tokens
 };
 
 // Denominators over the whole batch, so that micro-batches (gradient accumulation) sum to the

@@ -43,7 +43,7 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
     RolloutBatch mb = SliceRows(batch, r, std::min(b, r + rows));
     scored.push_back(mb.loss_mask);
     if (device != mb.loss_mask.device()) {
-      for (at::Tensor* t : {&mb.loss_mask, &mb.rollout_logp, &mb.advantages, &mb.weights}) {
+      for (at::Tensor* t : {&mb.loss_mask, &mb.rollout_logp, &mb.advantages}) {
         if (t->defined()) *t = t->to(device);
       }
     }
@@ -132,7 +132,6 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
       if (options.loss.kl_coef > 0.0) in.ref_logp = ref[i];
       in.advantages = mb.advantages;
       in.mask = mb.loss_mask;
-      in.weights = mb.weights;
       PolicyLossOptions lo = options.loss;
       lo.truncated_is = use_tis;
       ALLOT_ASSIGN_OR_RETURN(PolicyLossResult r, ComputePolicyLoss(in, lo, totals));

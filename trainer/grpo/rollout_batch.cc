@@ -38,7 +38,6 @@ Result<RolloutBatch> BuildRolloutBatch(const std::vector<Sample>& samples, int64
   std::vector<float> mask(b * (t_max - 1), 0.0f);
   std::vector<float> rlp(b * (t_max - 1), 0.0f);
   std::vector<float> adv(b * (t_max - 1), 0.0f);
-  std::vector<float> wts(b * (t_max - 1), 1.0f);
   for (int64_t i = 0; i < b; ++i) {
     const Sample& s = samples[i];
     const v1::Trajectory& t = *s.trajectory;
@@ -67,7 +66,6 @@ Result<RolloutBatch> BuildRolloutBatch(const std::vector<Sample>& samples, int64
         const int64_t o = i * (t_max - 1) + col - 1;
         mask[o] = 1.0f;
         adv[o] = static_cast<float>(seg_adv);
-        wts[o] = static_cast<float>(s.weight);
         if (has_lp) {
           rlp[o] = seg.logprobs(k);
         } else {
@@ -84,7 +82,6 @@ Result<RolloutBatch> BuildRolloutBatch(const std::vector<Sample>& samples, int64
   out.loss_mask = torch::from_blob(mask.data(), {b, t_max - 1}, f32).clone();
   out.rollout_logp = torch::from_blob(rlp.data(), {b, t_max - 1}, f32).clone();
   out.advantages = torch::from_blob(adv.data(), {b, t_max - 1}, f32).clone();
-  out.weights = torch::from_blob(wts.data(), {b, t_max - 1}, f32).clone();
   return out;
 }
 
@@ -100,7 +97,6 @@ RolloutBatch SliceRows(const RolloutBatch& batch, int64_t begin, int64_t end) {
   out.loss_mask = batch.loss_mask.slice(0, begin, end).slice(1, first);
   out.rollout_logp = batch.rollout_logp.slice(0, begin, end).slice(1, first);
   out.advantages = batch.advantages.slice(0, begin, end).slice(1, first);
-  out.weights = batch.weights.slice(0, begin, end).slice(1, first);
   out.trainable_tokens = out.loss_mask.sum().item<int64_t>();
   out.total_tokens = out.attention_mask.sum().item<int64_t>();
   out.has_rollout_logp = batch.has_rollout_logp;

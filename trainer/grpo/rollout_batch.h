@@ -23,7 +23,6 @@ struct Sample {
   const v1::Trajectory* trajectory = nullptr;
   double advantage = 0.0;               // outcome advantage, every trainable token
   std::vector<double> step_advantages;  // added to tokens of segments with step k (index k-1)
-  double weight = 1.0;                  // per-sequence weight (e.g. staleness)
 };
 
 struct RolloutBatch {
@@ -32,7 +31,6 @@ struct RolloutBatch {
   at::Tensor loss_mask;       // float32 [B, T-1]: 1 where the target token is trainable
   at::Tensor rollout_logp;    // float32 [B, T-1]: endpoint log-probs (0 where masked)
   at::Tensor advantages;      // float32 [B, T-1]
-  at::Tensor weights;         // float32 [B, T-1]
   int64_t trainable_tokens = 0;
   int64_t total_tokens = 0;
   bool has_rollout_logp = true;  // every trainable token came with a log-prob

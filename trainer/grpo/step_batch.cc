@@ -60,7 +60,6 @@ std::string EncodeStepBatch(const StepBatch& b) {
   for (size_t i = 0; i < b.trajectories.size(); ++i) {
     w.PutBytes(b.trajectories[i].SerializeAsString());
     w.Put<double>(i < b.advantages.size() ? b.advantages[i] : 0.0);
-    w.Put<double>(i < b.weights.size() ? b.weights[i] : 1.0);
     const std::vector<double> none;
     const auto& sa = i < b.step_advantages.size() ? b.step_advantages[i] : none;
     w.Put<uint64_t>(sa.size());
@@ -88,7 +87,6 @@ Result<StepBatch> DecodeStepBatch(const std::string& bytes) {
   if (n > bytes.size()) return bad("sample count " + std::to_string(n));
   b.trajectories.resize(n);
   b.advantages.resize(n);
-  b.weights.resize(n);
   b.step_advantages.resize(n);
   for (uint64_t i = 0; i < n; ++i) {
     std::string t;
@@ -96,7 +94,7 @@ Result<StepBatch> DecodeStepBatch(const std::string& bytes) {
     if (!r.GetBytes(&t) || !b.trajectories[i].ParseFromString(t)) {
       return bad("sample " + std::to_string(i) + ": not a trajectory");
     }
-    if (!r.Get(&b.advantages[i]) || !r.Get(&b.weights[i]) || !r.Get(&k) || k > bytes.size()) {
+    if (!r.Get(&b.advantages[i]) || !r.Get(&k) || k > bytes.size()) {
       return bad("sample " + std::to_string(i) + ": truncated");
     }
     b.step_advantages[i].resize(k);

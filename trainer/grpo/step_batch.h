@@ -26,7 +26,6 @@ struct StepBatch {
   std::vector<v1::Trajectory> trajectories;
   std::vector<double> advantages;
   std::vector<std::vector<double>> step_advantages;
-  std::vector<double> weights;
 };
 
 std::string EncodeStepBatch(const StepBatch& batch);
