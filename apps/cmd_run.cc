@@ -10,15 +10,12 @@
 #include "apps/coger_table.h"
 #include "apps/commands.h"
 #include "apps/engines.h"
+#include "apps/env_catalog.h"
 #include "apps/learner_ranks.h"
 #include "apps/local_parts.h"
 #include "core/config/node.h"
 #include "core/logging.h"
 #include "core/run_directory.h"
-#include "envs/atlas/atlas_eval.h"
-#include "envs/coger/coger_eval.h"
-#include "envs/deeptool/deeptool_eval.h"
-#include "envs/r2/r2_eval.h"
 #include "envs/rlot/rlot_eval.h"
 #include "envs/rlot/rlot_recipe.h"
 #include "trainer/dqn/navigator_eval.h"
@@ -227,33 +224,22 @@ int Eval(const EvalArgs& a) {
       return RunCogerTable(loaded->config, {trained, a.options.episodes, a.options.seed, a.json},
                            std::cout, std::cerr);
     }
-    if (loaded->config.env.name == "coger") {  // CogER: router vs L1..L4 vs random (Table 4)
-      const AllotConfig& cfg = loaded->config;
-      envs::coger::CogerEnvConfig cc{cfg.env.coger, cfg.endpoints, cfg.gpu, cfg.rewards, cfg.tools};
-      return envs::coger::RunCogerEvalCommand(
-          cc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter, a.options.episodes,
-          a.options.seed, a.json, std::cout, std::cerr);
-    }
-    if (loaded->config.env.name == "r2") {  // R2-Reasoner: allocator vs each pool model (Table 1)
-      const AllotConfig& cfg = loaded->config;
-      envs::r2::R2EnvConfig rc{cfg.env.r2, cfg.endpoints, cfg.gpu, cfg.rewards};
-      return envs::r2::RunR2EvalCommand(rc, cfg.eval_data, a.method == "navigator" ? "" : a.method,
-                                        a.adapter, a.options.episodes, a.json, std::cout,
-                                        std::cerr);
-    }
-    if (loaded->config.env.name == "deeptool") {  // DeepTool: whole TIR episodes, code run
-      const AllotConfig& cfg = loaded->config;
-      envs::deeptool::DeepToolEnvConfig dc{cfg.env.deeptool, cfg.endpoints, cfg.gpu, cfg.rewards,
-                                           cfg.tools};
-      return envs::deeptool::RunDeepToolEvalCommand(
-          dc, cfg.eval_data, a.method == "navigator" ? "" : a.method, a.adapter, a.options.episodes,
-          a.json, std::cout, std::cerr);
-    }
-    if (loaded->config.env.name == "atlas") {  // ATLAS: orchestrator vs integrator ablation
-      const AllotConfig& cfg = loaded->config;
-      return envs::atlas::RunAtlasEvalCommand(
-          {cfg.env.atlas, cfg.endpoints, cfg.gpu}, cfg.eval_data, a.method, a.options.episodes,
-          a.options.seed, loaded->source, a.json, std::cout, std::cerr);
+    // An LLM env evaluates itself from the recipe (its descriptor); the navigator's envs are
+    // evaluated with the trained navigator below.
+    const envs::runtime::EnvDescriptor* d = FindEnv(loaded->config.env.name);
+    if (d != nullptr && d->evaluate != nullptr) {
+      envs::runtime::EvalRequest r;
+      r.recipe = ResolvedYaml(*loaded);
+      r.recipe_path = loaded->source;
+      r.eval_data = loaded->config.eval_data;
+      r.method = a.method == "navigator" ? "" : a.method;
+      r.adapter = a.adapter;
+      r.episodes = a.options.episodes;
+      r.seed = a.options.seed;
+      r.json = a.json;
+      r.out = &std::cout;
+      r.err = &std::cerr;
+      return d->evaluate(r);
     }
     if (loaded->config.env.name == "rlot") {  // RLoT's LLM env on eval_data
       const AllotConfig& cfg = loaded->config;

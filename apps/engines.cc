@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "apps/env_catalog.h"
+
 namespace allot::apps {
 
 int RunDqnEngine(RunContext& ctx);
@@ -44,8 +46,7 @@ std::string OtherEnvSections(const config::ConfigNode& written, const std::strin
 namespace {
 
 // The top-level sections each engine reads: its own, and those its env's episodes and `allot
-// eval` read (their config structs: CogerEnvConfig, R2EnvConfig, DeepToolEnvConfig,
-// AtlasEnvConfig; RLoT's recipe completion and eval), and the datasets. "" when none reads it.
+// eval` read (the env's descriptor: apps/env_catalog.h), and the datasets. "" when none reads it.
 std::string SectionReader(const std::string& key, const AllotConfig& cfg,
                           const std::string& engine) {
   const std::string& env = cfg.env.name;
@@ -59,15 +60,11 @@ std::string SectionReader(const std::string& key, const AllotConfig& cfg,
   auto own = kEngine.find(engine);
   if (own != kEngine.end() && own->second.count(key) != 0) return by_engine;
   if (engine == "sft") return "";
+  // The env's own sections, as its descriptor declares them, and the datasets it draws from.
   std::set<std::string> by_env;
-  if (env == "coger" || env == "deeptool") {
-    by_env = {"endpoints", "gpu", "rewards", "tools", "train_data", "eval_data"};
-  } else if (env == "r2") {
-    by_env = {"endpoints", "gpu", "rewards", "train_data", "eval_data"};
-  } else if (env == "atlas") {
-    by_env = {"endpoints", "gpu", "train_data", "eval_data"};
-  } else if (env == "rlot") {
-    by_env = {"endpoints", "rewards", "train_data", "eval_data"};  // rewards: engine_dqn.cc
+  if (const envs::runtime::EnvDescriptor* d = FindEnv(env); d != nullptr) {
+    by_env = {d->sections.begin(), d->sections.end()};
+    if (d->reads_datasets) by_env.insert({"train_data", "eval_data"});
   }
   return by_env.count(key) != 0 ? "env " + env + " (its episodes and allot eval)" : "";
 }

@@ -8,57 +8,45 @@
 #include "envs/synthetic/chain_env.h"
 
 namespace allot::apps {
-namespace {
 
-struct Registration {
-  EnvCatalogEntry entry;
-  void (*registrar)(envs::runtime::EnvRegistrar&);
-};
-
-// Add an env here: its name (the one its Register function uses), its kind, and the
-// function that registers it.
-const std::vector<Registration>& Registrations() {
-  static const std::vector<Registration> kAll = {
-      {{"chain", EnvKind::kNavigator}, &envs::RegisterChainEnv},
-      {{"rlot", EnvKind::kNavigator}, &envs::rlot::RegisterRlotEnv},
-      {{"coger", EnvKind::kLlmPolicy}, &envs::coger::RegisterCogerEnv},
-      {{"deeptool", EnvKind::kLlmPolicy}, &envs::deeptool::RegisterDeepToolEnv},
-      {{"r2", EnvKind::kLlmPolicy}, &envs::r2::RegisterR2Env},
-      {{"atlas", EnvKind::kLlmPolicy}, &envs::atlas::RegisterAtlasEnv},
+// Add an env here: one line, its descriptor (envs/README.md).
+const std::vector<const envs::runtime::EnvDescriptor*>& EnvCatalog() {
+  static const std::vector<const envs::runtime::EnvDescriptor*> kAll = {
+      &envs::ChainEnvDescriptor(),               // the synthetic logic-block MDP
+      &envs::rlot::RlotEnvDescriptor(),          // RLoT
+      &envs::coger::CogerEnvDescriptor(),        // CogER
+      &envs::deeptool::DeepToolEnvDescriptor(),  // DeepTool
+      &envs::r2::R2EnvDescriptor(),              // R2-Reasoner
+      &envs::atlas::AtlasEnvDescriptor(),        // ATLAS
   };
   return kAll;
 }
 
-}  // namespace
-
-const std::vector<EnvCatalogEntry>& EnvCatalog() {
-  static const std::vector<EnvCatalogEntry> kEntries = [] {
-    std::vector<EnvCatalogEntry> out;
-    for (const auto& r : Registrations()) out.push_back(r.entry);
-    return out;
-  }();
-  return kEntries;
+const envs::runtime::EnvDescriptor* FindEnv(std::string_view name) {
+  for (const envs::runtime::EnvDescriptor* d : EnvCatalog()) {
+    if (d->name == name) return d;
+  }
+  return nullptr;
 }
 
 std::optional<EnvKind> FindEnvKind(std::string_view name) {
-  for (const auto& e : EnvCatalog()) {
-    if (e.name == name) return e.kind;
-  }
-  return std::nullopt;
+  const envs::runtime::EnvDescriptor* d = FindEnv(name);
+  if (d == nullptr) return std::nullopt;
+  return d->kind;
 }
 
 std::string EnvNames(EnvKind kind) {
   std::string out;
-  for (const auto& e : EnvCatalog()) {
-    if (e.kind != kind) continue;
+  for (const envs::runtime::EnvDescriptor* d : EnvCatalog()) {
+    if (d->kind != kind) continue;
     if (!out.empty()) out += ", ";
-    out += e.name;
+    out += d->name;
   }
   return out;
 }
 
 void RegisterAllEnvs(envs::runtime::EnvRegistrar& registrar) {
-  for (const auto& r : Registrations()) r.registrar(registrar);
+  for (const envs::runtime::EnvDescriptor* d : EnvCatalog()) d->register_env(registrar);
 }
 
 }  // namespace allot::apps

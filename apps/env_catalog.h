@@ -1,6 +1,6 @@
-// The envs this build can run, by name, and which engine consumes each one's trajectories.
-// One list serves every host: `allot rollout-worker`, the in-process workers of `allot train`,
-// and the engines' checks that a recipe's env.name exists.
+// The envs this build can run: one descriptor each (envs/runtime/env_descriptor.h), declared by
+// the env. One list serves every host: `allot rollout-worker`, the in-process workers of
+// `allot train`, `allot eval`, and the recipe checks (which sections an env reads).
 #pragma once
 
 #include <optional>
@@ -9,22 +9,17 @@
 #include <vector>
 
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 
 namespace allot::apps {
 
-// What an env's trajectories train.
-enum class EnvKind {
-  kNavigator,  // DQN transitions (trainer.algorithm: dqn)
-  kLlmPolicy,  // token segments with log-probs (trainer.algorithm: grpo)
-};
-
-struct EnvCatalogEntry {
-  std::string name;
-  EnvKind kind;
-};
+using EnvKind = envs::runtime::EnvKind;
 
 // Every env of this build, in registration order.
-const std::vector<EnvCatalogEntry>& EnvCatalog();
+const std::vector<const envs::runtime::EnvDescriptor*>& EnvCatalog();
+
+// The named env's descriptor, or null when no env has that name.
+const envs::runtime::EnvDescriptor* FindEnv(std::string_view name);
 
 // The kind of the named env, or nullopt when no env has that name.
 std::optional<EnvKind> FindEnvKind(std::string_view name);

@@ -151,24 +151,8 @@ Result<std::unique_ptr<AtlasEnv>> AtlasEnv::Create(AtlasEnvConfig config,
 }
 
 Result<std::unique_ptr<AtlasEnv>> AtlasEnv::FromConfigText(const std::string& text) {
-  AtlasEnvConfig config;
-  if (!text.empty()) {
-    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
-    // ${VAR} placeholders a learner's recipe keeps are this process's to resolve.
-    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
-    if (node.is_map() && node.Find("env") != nullptr) {
-      // A whole recipe: env.atlas plus the pool and gpu; the rest is the trainer's.
-      config::ConfigNode view = config::ConfigNode::Map(node.origin());
-      if (const config::ConfigNode* env = node.Find("env"); env->is_map()) {
-        if (const config::ConfigNode* a = env->Find("atlas"); a != nullptr) view.Set("atlas", *a);
-      }
-      for (const char* key : {"endpoints", "gpu"}) {
-        if (const config::ConfigNode* n = node.Find(key); n != nullptr) view.Set(key, *n);
-      }
-      node = std::move(view);
-    }
-    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
-  }
+  ALLOT_ASSIGN_OR_RETURN(AtlasEnvConfig config,
+                         runtime::LoadEnvConfig<AtlasEnvConfig>(text, AtlasEnvDescriptor()));
   return Create(std::move(config));
 }
 

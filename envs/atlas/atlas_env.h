@@ -35,6 +35,7 @@
 #include "envs/atlas/atlas_config.h"
 #include "envs/atlas/solver_report.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 
 namespace allot::llm {
 class Client;
@@ -70,5 +71,9 @@ Status ResolvePrompts(AtlasPrompts& prompts);
 
 // Registers "atlas".
 void RegisterAtlasEnv(runtime::EnvRegistrar& registrar);
+
+// "atlas" (envs/runtime/env_descriptor.h): the grpo engine's, its config env.atlas and the
+// recipe's endpoints, gpu; `allot eval` runs atlas_eval.h's command.
+const runtime::EnvDescriptor& AtlasEnvDescriptor();
 
 }  // namespace allot::envs::atlas

@@ -173,4 +173,28 @@ int RunAtlasEvalCommand(AtlasEnvConfig config, const datasets::DatasetConfig& da
   return 0;
 }
 
+namespace {
+
+int RunRecipeEval(const runtime::EvalRequest& r) {
+  Result<AtlasEnvConfig> config =
+      runtime::LoadEnvConfig<AtlasEnvConfig>(r.recipe, AtlasEnvDescriptor());
+  if (!config.ok()) {
+    *r.err << "allot eval: " << config.status().message() << "\n";
+    return 1;
+  }
+  return RunAtlasEvalCommand(*config, r.eval_data, r.method, r.episodes, r.seed, r.recipe_path,
+                             r.json, *r.out, *r.err);
+}
+
+}  // namespace
+
+const runtime::EnvDescriptor& AtlasEnvDescriptor() {
+  static const runtime::EnvDescriptor kDescriptor{"atlas",
+                                                  runtime::EnvKind::kLlmPolicy,
+                                                  {"endpoints", "gpu"},
+                                                  &RegisterAtlasEnv,
+                                                  &RunRecipeEval};
+  return kDescriptor;
+}
+
 }  // namespace allot::envs::atlas

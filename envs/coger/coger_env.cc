@@ -170,27 +170,8 @@ Result<std::unique_ptr<CogerEnv>> CogerEnv::Create(CogerEnvConfig config,
 }
 
 Result<std::unique_ptr<CogerEnv>> CogerEnv::FromConfigText(const std::string& text) {
-  CogerEnvConfig config;
-  if (!text.empty()) {
-    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
-    // The learner's resolved recipe keeps ${VAR} placeholders (core/config/binder.cc prints
-    // them back); the process that runs the episodes resolves them from its own environment,
-    // as it resolves API keys.
-    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
-    if (node.is_map() && node.Find("env") != nullptr) {
-      // A whole recipe (what the GRPO learner sends): env.coger plus the pool, gpu, rewards
-      // and tools sections; the trainer's own sections are not the env's business.
-      config::ConfigNode view = config::ConfigNode::Map(node.origin());
-      if (const config::ConfigNode* env = node.Find("env"); env->is_map()) {
-        if (const config::ConfigNode* c = env->Find("coger"); c != nullptr) view.Set("coger", *c);
-      }
-      for (const char* key : {"endpoints", "gpu", "rewards", "tools"}) {
-        if (const config::ConfigNode* n = node.Find(key); n != nullptr) view.Set(key, *n);
-      }
-      node = std::move(view);
-    }
-    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
-  }
+  ALLOT_ASSIGN_OR_RETURN(CogerEnvConfig config,
+                         runtime::LoadEnvConfig<CogerEnvConfig>(text, CogerEnvDescriptor()));
   return Create(std::move(config));
 }
 

@@ -21,6 +21,7 @@
 #include "envs/coger/level_outcome_cache.h"
 #include "envs/coger/tool_selector.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 #include "envs/runtime/episode.h"
 #include "rewards/answer_extractor.h"
 #include "rewards/composed_reward.h"
@@ -97,6 +98,10 @@ class CogerEnv : public runtime::Env {
 
 // Registers "coger".
 void RegisterCogerEnv(runtime::EnvRegistrar& registry);
+
+// "coger" (envs/runtime/env_descriptor.h): the grpo engine's, its config env.coger and the
+// recipe's endpoints, gpu, rewards, tools; `allot eval` runs coger_eval.h's command.
+const runtime::EnvDescriptor& CogerEnvDescriptor();
 
 // Fills empty prompt texts from prompts.dir and checks every template's placeholders.
 Status ResolvePrompts(CogerPrompts& prompts);

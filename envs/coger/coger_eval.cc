@@ -211,4 +211,28 @@ int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetCon
       PrintCogerEval);
 }
 
+namespace {
+
+int RunRecipeEval(const runtime::EvalRequest& r) {
+  Result<CogerEnvConfig> config =
+      runtime::LoadEnvConfig<CogerEnvConfig>(r.recipe, CogerEnvDescriptor());
+  if (!config.ok()) {
+    *r.err << "allot eval: " << config.status().message() << "\n";
+    return 1;
+  }
+  return RunCogerEvalCommand(*config, r.eval_data, r.method, r.adapter, r.episodes, r.seed, r.json,
+                             *r.out, *r.err);
+}
+
+}  // namespace
+
+const runtime::EnvDescriptor& CogerEnvDescriptor() {
+  static const runtime::EnvDescriptor kDescriptor{"coger",
+                                                  runtime::EnvKind::kLlmPolicy,
+                                                  {"endpoints", "gpu", "rewards", "tools"},
+                                                  &RegisterCogerEnv,
+                                                  &RunRecipeEval};
+  return kDescriptor;
+}
+
 }  // namespace allot::envs::coger

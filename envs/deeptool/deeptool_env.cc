@@ -134,27 +134,8 @@ Result<std::unique_ptr<DeepToolEnv>> DeepToolEnv::Create(
 }
 
 Result<std::unique_ptr<DeepToolEnv>> DeepToolEnv::FromConfigText(const std::string& text) {
-  DeepToolEnvConfig config;
-  if (!text.empty()) {
-    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
-    // ${VAR} placeholders a learner's recipe keeps are this process's to resolve.
-    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
-    if (node.is_map() && node.Find("env") != nullptr) {
-      // A whole recipe (what the GRPO learner sends): env.deeptool plus the pool, gpu, rewards
-      // and tools sections; the trainer's own sections are not the env's business.
-      config::ConfigNode view = config::ConfigNode::Map(node.origin());
-      if (const config::ConfigNode* env = node.Find("env"); env->is_map()) {
-        if (const config::ConfigNode* d = env->Find("deeptool"); d != nullptr) {
-          view.Set("deeptool", *d);
-        }
-      }
-      for (const char* key : {"endpoints", "gpu", "rewards", "tools"}) {
-        if (const config::ConfigNode* n = node.Find(key); n != nullptr) view.Set(key, *n);
-      }
-      node = std::move(view);
-    }
-    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
-  }
+  ALLOT_ASSIGN_OR_RETURN(DeepToolEnvConfig config,
+                         runtime::LoadEnvConfig<DeepToolEnvConfig>(text, DeepToolEnvDescriptor()));
   return Create(std::move(config));
 }
 

@@ -35,6 +35,7 @@
 #include "envs/deeptool/deeptool_item.h"
 #include "envs/deeptool/expert_trajectory.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 #include "rewards/action_reward.h"
 #include "rewards/answer_extractor.h"
 #include "rewards/grader.h"
@@ -85,6 +86,10 @@ class DeepToolEnv : public runtime::Env {
 
 // Registers "deeptool".
 void RegisterDeepToolEnv(runtime::EnvRegistrar& registry);
+
+// "deeptool" (envs/runtime/env_descriptor.h): the grpo engine's, its config env.deeptool and the
+// recipe's endpoints, gpu, rewards, tools; `allot eval` runs deeptool_eval.h's command.
+const runtime::EnvDescriptor& DeepToolEnvDescriptor();
 
 // Fills an empty prompt text from prompts.dir and checks its placeholders.
 Status ResolvePrompts(DeepToolPrompts& prompts);

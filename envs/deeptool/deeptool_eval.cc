@@ -198,4 +198,28 @@ int RunDeepToolEvalCommand(const DeepToolEnvConfig& config, const datasets::Data
       PrintDeepToolEval);
 }
 
+namespace {
+
+int RunRecipeEval(const runtime::EvalRequest& r) {
+  Result<DeepToolEnvConfig> config =
+      runtime::LoadEnvConfig<DeepToolEnvConfig>(r.recipe, DeepToolEnvDescriptor());
+  if (!config.ok()) {
+    *r.err << "allot eval: " << config.status().message() << "\n";
+    return 1;
+  }
+  return RunDeepToolEvalCommand(*config, r.eval_data, r.method, r.adapter, r.episodes, r.json,
+                                *r.out, *r.err);
+}
+
+}  // namespace
+
+const runtime::EnvDescriptor& DeepToolEnvDescriptor() {
+  static const runtime::EnvDescriptor kDescriptor{"deeptool",
+                                                  runtime::EnvKind::kLlmPolicy,
+                                                  {"endpoints", "gpu", "rewards", "tools"},
+                                                  &RegisterDeepToolEnv,
+                                                  &RunRecipeEval};
+  return kDescriptor;
+}
+
 }  // namespace allot::envs::deeptool

@@ -195,24 +195,8 @@ Result<std::unique_ptr<R2Env>> R2Env::Create(R2EnvConfig config,
 }
 
 Result<std::unique_ptr<R2Env>> R2Env::FromConfigText(const std::string& text) {
-  R2EnvConfig config;
-  if (!text.empty()) {
-    ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "env_config"));
-    // ${VAR} placeholders a learner's recipe keeps are this process's to resolve.
-    ALLOT_RETURN_IF_ERROR(config::InterpolateEnv(node, config::ProcessEnv()));
-    if (node.is_map() && node.Find("env") != nullptr) {
-      // A whole recipe (what the GRPO learner sends): env.r2 plus the pool, gpu and rewards.
-      config::ConfigNode view = config::ConfigNode::Map(node.origin());
-      if (const config::ConfigNode* env = node.Find("env"); env->is_map()) {
-        if (const config::ConfigNode* r = env->Find("r2"); r != nullptr) view.Set("r2", *r);
-      }
-      for (const char* key : {"endpoints", "gpu", "rewards"}) {
-        if (const config::ConfigNode* n = node.Find(key); n != nullptr) view.Set(key, *n);
-      }
-      node = std::move(view);
-    }
-    ALLOT_RETURN_IF_ERROR(config::Load(node, config));
-  }
+  ALLOT_ASSIGN_OR_RETURN(R2EnvConfig config,
+                         runtime::LoadEnvConfig<R2EnvConfig>(text, R2EnvDescriptor()));
   return Create(std::move(config));
 }
 

@@ -26,6 +26,7 @@
 #include "envs/r2/r2_config.h"
 #include "envs/r2/subtask_plan.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 #include "envs/runtime/episode.h"
 #include "rewards/answer_extractor.h"
 #include "rewards/composed_reward.h"
@@ -122,6 +123,10 @@ class R2Env : public runtime::Env {
 
 // Registers "r2".
 void RegisterR2Env(runtime::EnvRegistrar& registry);
+
+// "r2" (envs/runtime/env_descriptor.h): the grpo engine's, its config env.r2 and the
+// recipe's endpoints, gpu, rewards; `allot eval` runs r2_eval.h's command.
+const runtime::EnvDescriptor& R2EnvDescriptor();
 
 // Fills empty prompt texts from prompts.dir and checks every template's placeholders.
 Status ResolvePrompts(R2Prompts& prompts);

@@ -313,4 +313,27 @@ int RunR2EvalCommand(const R2EnvConfig& config, const datasets::DatasetConfig& d
       PrintR2Eval);
 }
 
+namespace {
+
+int RunRecipeEval(const runtime::EvalRequest& r) {
+  Result<R2EnvConfig> config = runtime::LoadEnvConfig<R2EnvConfig>(r.recipe, R2EnvDescriptor());
+  if (!config.ok()) {
+    *r.err << "allot eval: " << config.status().message() << "\n";
+    return 1;
+  }
+  return RunR2EvalCommand(*config, r.eval_data, r.method, r.adapter, r.episodes, r.json, *r.out,
+                          *r.err);
+}
+
+}  // namespace
+
+const runtime::EnvDescriptor& R2EnvDescriptor() {
+  static const runtime::EnvDescriptor kDescriptor{"r2",
+                                                  runtime::EnvKind::kLlmPolicy,
+                                                  {"endpoints", "gpu", "rewards"},
+                                                  &RegisterR2Env,
+                                                  &RunRecipeEval};
+  return kDescriptor;
+}
+
 }  // namespace allot::envs::r2

@@ -548,4 +548,10 @@ void RegisterRlotEnv(runtime::EnvRegistrar& registrar) {
       });
 }
 
+const runtime::EnvDescriptor& RlotEnvDescriptor() {
+  static const runtime::EnvDescriptor kDescriptor{
+      "rlot", runtime::EnvKind::kNavigator, {"endpoints", "rewards"}, &RegisterRlotEnv, nullptr};
+  return kDescriptor;
+}
+
 }  // namespace allot::envs::rlot

@@ -42,6 +42,7 @@
 #include "envs/rlot/rlot_prompts.h"
 #include "envs/rlot/self_evaluation.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 #include "envs/runtime/navigator_cache.h"
 #include "llm/endpoint_config.h"
 #include "models/navigator_mlp.h"
@@ -97,5 +98,10 @@ class RlotEnv : public runtime::Env {
 
 // env_config (YAML or JSON of RlotEnvConfig) -> env; registers "rlot".
 void RegisterRlotEnv(runtime::EnvRegistrar& registrar);
+
+// "rlot" (envs/runtime/env_descriptor.h): the dqn engine's; its recipe completion
+// (rlot_recipe.h) reads env.rlot, endpoints and rewards.prm (and dqn.gamma, the engine's own).
+// The trained navigator is evaluated by the trainer (trainer/dqn/navigator_eval.h).
+const runtime::EnvDescriptor& RlotEnvDescriptor();
 
 }  // namespace allot::envs::rlot

@@ -105,4 +105,10 @@ void RegisterChainEnv(runtime::EnvRegistrar& registry) {
       });
 }
 
+const runtime::EnvDescriptor& ChainEnvDescriptor() {
+  static const runtime::EnvDescriptor kDescriptor{
+      "chain", runtime::EnvKind::kNavigator, {}, &RegisterChainEnv, nullptr, false};
+  return kDescriptor;
+}
+
 }  // namespace allot::envs

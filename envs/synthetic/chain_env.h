@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "envs/runtime/env.h"
+#include "envs/runtime/env_descriptor.h"
 #include "envs/runtime/navigator_cache.h"
 #include "envs/synthetic/chain_mdp.h"
 #include "models/navigator_mlp.h"
@@ -45,5 +46,9 @@ std::string ChainEnvConfigText(const ChainMdpConfig& config);
 
 // Registers "chain" (the rollout worker's EnvRegistry is a registrar).
 void RegisterChainEnv(runtime::EnvRegistrar& registry);
+
+// "chain" (envs/runtime/env_descriptor.h): the dqn engine's, configured by env.chain alone; the
+// trained navigator is evaluated by the trainer (trainer/dqn/navigator_eval.h).
+const runtime::EnvDescriptor& ChainEnvDescriptor();
 
 }  // namespace allot::envs

@@ -10,6 +10,7 @@
 #include "envs/deeptool/deeptool_eval.h"
 #include "llm/client.h"
 #include "rewards/gestalt.h"
+#include "tests/envs/env_sections.h"
 #include "tests/envs/runtime_test_util.h"
 #include "tools/tool.h"
 
@@ -579,6 +580,14 @@ TEST_F(DeepToolEnvTest, EvalRunsWholeGreedyEpisodesAndCountsAnswersMalformedStep
   auto bad = RunDeepToolEval(c, examples, options);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("eval method 'cot'"), std::string::npos);
+}
+
+// DeepTool's descriptor declares the sections its config reads (env_descriptor_test.cc has the
+// other envs'): a field added to DeepToolEnvConfig without it fails here.
+TEST(DeepToolEnvDescriptorTest, SectionsAreExactlyThoseTheConfigReads) {
+  EXPECT_EQ(testing::DeclaredSections(DeepToolEnvDescriptor()),
+            testing::ConfigSections<DeepToolEnvConfig>());
+  EXPECT_EQ(DeepToolEnvDescriptor().kind, runtime::EnvKind::kLlmPolicy);
 }
 
 }  // namespace
