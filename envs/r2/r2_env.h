@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "envs/r2/r2_config.h"
+#include "envs/r2/r2_prompts.h"
 #include "envs/r2/subtask_plan.h"
 #include "envs/runtime/env.h"
 #include "envs/runtime/env_descriptor.h"
@@ -43,13 +44,6 @@ inline constexpr const char* kAllocatorRole = "allocator";
 
 // r2.integrator's value for "no integration call: the last subtask's result is A_final".
 inline constexpr const char* kLastResult = "last_result";
-
-// `subtask` with each "#k" (k = 1..results.size()) replaced by the answer of results[k-1] in
-// `format` (its trimmed text when none is found): the subtask prompt's {{subtask_filled}}, so
-// that "the output of subtask t^i can serve as input to the subsequent subtask" (Sec. 4.4 step
-// 3) as a value. Any other "#" is kept.
-std::string FillResults(const std::string& subtask, const std::vector<std::string>& results,
-                        rewards::AnswerFormat format);
 
 // A dataset item (datasets/example_json.h): the question with its options, the answer and the
 // format it is graded in.
@@ -127,8 +121,5 @@ void RegisterR2Env(runtime::EnvRegistrar& registry);
 // "r2" (envs/runtime/env_descriptor.h): the grpo engine's, its config env.r2 and the
 // recipe's endpoints, gpu, rewards; `allot eval` runs r2_eval.h's command.
 const runtime::EnvDescriptor& R2EnvDescriptor();
-
-// Fills empty prompt texts from prompts.dir and checks every template's placeholders.
-Status ResolvePrompts(R2Prompts& prompts);
 
 }  // namespace allot::envs::r2
