@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/run_plots.h"
 #include "datasets/jsonl_loader.h"
 #include "envs/coger/coger_eval.h"
 
@@ -244,27 +245,42 @@ int RunCogerTable(const AllotConfig& cfg, const CogerTableOptions& options, std:
   out << "(means per query over " << examples.size()
       << " test items; cost from the pool's prices, energy from FLOPs on the recipe's GPU "
          "profile)\n";
+  nlohmann::json j = nlohmann::json::array();
+  for (const Row& r : rows) {
+    nlohmann::json one = r.result.ToJson();
+    one["label"] = r.label;
+    one["phase"] = r.phase;
+    j.push_back(std::move(one));
+  }
+  if (expected) {
+    j.push_back({{"label", "random (expected)"},
+                 {"phase", "before"},
+                 {"method", "random"},
+                 {"expectation", true},
+                 {"episodes", expected->n},
+                 {"accuracy", expected->accuracy},
+                 {"mean_cost_usd", expected->cost},
+                 {"mean_energy_j", expected->energy}});
+  }
   if (!options.json_path.empty()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const Row& r : rows) {
-      nlohmann::json one = r.result.ToJson();
-      one["label"] = r.label;
-      one["phase"] = r.phase;
-      j.push_back(std::move(one));
-    }
-    if (expected) {
-      j.push_back({{"label", "random (expected)"},
-                   {"phase", "before"},
-                   {"method", "random"},
-                   {"expectation", true},
-                   {"episodes", expected->n},
-                   {"accuracy", expected->accuracy},
-                   {"mean_cost_usd", expected->cost},
-                   {"mean_energy_j", expected->energy}});
-    }
     std::ofstream f(options.json_path);
     f << j.dump(2) << "\n";
     if (!f) return fail(Unavailable(options.json_path + ": cannot write"));
+  }
+  // The cost-accuracy plane next to the JSON, else in the run's directory (core/run_plots.h).
+  const std::filesystem::path run_dir = std::filesystem::path(cfg.run.output_dir) / cfg.run.name;
+  const std::string plot_dir = !options.json_path.empty()
+                                   ? std::filesystem::path(options.json_path).parent_path().string()
+                                   : run_dir.string();
+  if (std::filesystem::is_directory(plot_dir.empty() ? "." : plot_dir)) {
+    auto plot = PlotCostAccuracy(j, plot_dir.empty() ? "." : plot_dir);
+    if (!plot.ok()) {
+      err << "no cost-accuracy plot: " << plot.status().message() << "\n";
+    } else if (plot->rendered) {
+      out << "plot: " << plot->png << "\n";
+    } else {
+      out << "plot not rendered (gnuplot missing or failed): gnuplot " << plot->script << "\n";
+    }
   }
   return 0;
 }

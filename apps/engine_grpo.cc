@@ -17,6 +17,7 @@
 #include "core/config/node.h"
 #include "core/metrics_writer.h"
 #include "core/progress_bar.h"
+#include "core/run_plots.h"
 #include "datasets/jsonl_loader.h"
 #include "rollout/env.h"
 #include "trainer/comm/communicator.h"
@@ -168,39 +169,16 @@ Result<std::vector<std::string>> Prompts(const AllotConfig& cfg) {
   return out;
 }
 
-// reward/mean and cost_usd_per_episode against the step, as a PNG next to metrics.jsonl, when
-// gnuplot is installed (Debian's gnuplot-nox).
+// The reward, accuracy and cost curves as a PNG next to metrics.jsonl (core/run_plots.h).
 void WriteCurves(const RunDirectory& run) {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    spdlog::info("gnuplot not installed: no reward/cost PNG");
-    return;
-  }
-  const std::string data = run.path() + "/curves.dat";
-  {
-    std::ifstream in(run.metrics_path());
-    std::ofstream out(data);
-    std::string line;
-    while (std::getline(in, line)) {
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_object() || !j.contains("reward/mean")) continue;
-      out << j.value("step", 0) << " " << j.value("reward/mean", 0.0) << " "
-          << j.value("cost_usd_per_episode", 0.0) << " " << j.value("tokens_per_episode", 0.0)
-          << "\n";
-    }
-  }
-  const std::string png = run.path() + "/curves.png";
-  const std::string script = run.path() + "/curves.gp";
-  std::ofstream(script) << "set terminal png size 900,500 noenhanced\n"
-                        << "set output '" << png << "'\n"
-                        << "set xlabel 'step'\nset ylabel 'reward'\nset y2label 'cost'\n"
-                        << "set y2tics\nset ytics nomirror\nset key top left\n"
-                        << "plot '" << data << "' using 1:2 with lines title 'reward (mean)', '"
-                        << data << "' using 1:3 axes x1y2 with lines title 'cost $/episode', '"
-                        << data << "' using 1:4 axes x1y2 with lines title 'tokens/episode'\n";
-  if (std::system(("gnuplot '" + script + "' > /dev/null 2>&1").c_str()) == 0) {
-    spdlog::info("reward and cost curves: {}", png);
+  auto plot = PlotTrainingCurves(run.metrics_path(), run.path());
+  if (!plot.ok()) {
+    spdlog::warn("no training curves: {}", plot.status().message());
+  } else if (plot->rendered) {
+    spdlog::info("training curves: {}", plot->png);
   } else {
-    spdlog::warn("gnuplot failed on {}", script);
+    spdlog::info("training curves not rendered (gnuplot missing or failed): gnuplot {}",
+                 plot->script);
   }
 }
 
