@@ -221,34 +221,56 @@ Result<PlotFiles> PlotCostAccuracy(const nlohmann::json& rows, const std::string
      << "\nset ylabel 'accuracy (fraction of test items correct)'\n"
      << "set grid lc rgb '#e0e0e0'\nset border lc rgb '#606060'\n"
      << "set key outside right top spacing 1.4 box lc rgb '#c0c0c0'\n"
-     << "set format x '%.1e'\n"
+     << (log_x ? "" : "set format x '%.1e'\n")
      << "set yrange [0:" << Cell(std::min(1.0, top * 1.2 + 0.02)) << "]\n";
   if (log_x) {
-    gp << "set logscale x\nset mxtics 10\nset xrange [" << Cell(lo / 1.6) << ":" << Cell(hi * 1.6)
-       << "]\n";
+    // Tics at 1, 2 and 5 of every decade: a decade's single tic leaves the axis unreadable.
+    const double x0 = lo / 1.6, x1 = hi * 1.6;
+    std::string tics;
+    for (double decade = std::pow(10.0, std::floor(std::log10(x0))); decade <= x1; decade *= 10) {
+      for (double m : {1.0, 2.0, 5.0}) {
+        const double t = m * decade;
+        if (t < x0 || t > x1) continue;
+        tics += (tics.empty() ? "" : ", ") + Quoted(fmt::format("{:g}", t)) + " " + Cell(t);
+      }
+    }
+    gp << "set logscale x\nset mxtics 10\nset xtics (" << tics << ")\nset xrange [" << Cell(x0)
+       << ":" << Cell(x1) << "]\n";
   } else {
     const double pad = std::max(hi - lo, hi * 0.1) * 0.1;
     gp << "set xrange [" << Cell(std::max(0.0, lo - pad)) << ":" << Cell(hi + pad) << "]\n";
   }
+  bool fixed_titled = false;
   gp << "plot ";
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
+    const bool fixed = p.label.rfind("fixed", 0) == 0;
     std::string style = "pt 7 ps 1.6 lc rgb '#303030'";
+    std::string title = " title " + Quoted(p.label);
     if (p.method == "router") {
       style = p.phase == "after" ? "pt 13 ps 2.6 lc rgb '#c0392b'" : "pt 9 ps 2 lc rgb '#e08a2c'";
     } else if (p.method == "random") {
       style = p.label.find("expected") != std::string::npos ? "pt 6 ps 2 lw 2 lc rgb '#7f7f7f'"
                                                             : "pt 2 ps 1.8 lw 2 lc rgb '#7f7f7f'";
-    } else if (p.label.rfind("fixed", 0) == 0) {
+    } else if (fixed) {
       style = "pt 5 ps 1.6 lc rgb '#2f6db5'";
+      // One legend entry for the levels; each carries its name at its point (below).
+      title = fixed_titled ? " notitle" : " title 'fixed levels'";
+      fixed_titled = true;
     }
-    gp << Quoted(dat) << " index " << i << " using 1:2 with points " << style << " title "
-       << Quoted(p.label) << ", \\\n     ";
-    // The fixed levels also carry their name at the point: they are what the rest is read
-    // against.
-    if (p.label.rfind("fixed", 0) == 0) {
+    gp << Quoted(dat) << " index " << i << " using 1:2 with points " << style << title
+       << ", \\\n     ";
+    if (fixed) {
       gp << "'' index " << i << " using 1:2:(" << Quoted(p.method)
          << ") with labels offset 0,1.1 tc rgb '#2f6db5' notitle, \\\n     ";
+    }
+  }
+  // The untrained router once more, on top: it often sits where the trained one does, under
+  // its larger marker.
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].method == "router" && points[i].phase != "after") {
+      gp << "'' index " << i
+         << " using 1:2 with points pt 9 ps 2 lc rgb '#e08a2c' notitle, \\\n     ";
     }
   }
   gp << "'' index " << points.size()
