@@ -174,30 +174,12 @@ if [[ $env_name == coger ]]; then
     > "$run_dir/table.txt"
   echo
   cat "$run_dir/table.txt"
-  # --- the plot: reward curve and cost-accuracy points -------------------------------------
-  python3 "$tools" reward-data "$run_dir/train/metrics.jsonl" "$run_dir/reward.dat"
-  python3 "$tools" points "$run_dir/eval/table.json" "$run_dir/points.dat"
-  if command -v gnuplot > /dev/null; then
-    gnuplot > "$logs/gnuplot.log" 2>&1 << EOF || echo "gnuplot failed: see $logs/gnuplot.log"
-set terminal png size 1200,500 noenhanced
-set output '$run_dir/quickstart.png'
-set multiplot layout 1,2
-set title 'GRPO reward (mean per step)'
-set xlabel 'step'
-set ylabel 'reward'
-plot '$run_dir/reward.dat' using 1:2 with linespoints notitle
-set title 'accuracy vs cost per query (test items)'
-set xlabel 'cost per query (USD)'
-set ylabel 'accuracy'
-set offsets graph 0.1, graph 0.25, graph 0.1, graph 0.1
-plot '$run_dir/points.dat' using 2:3 with points pt 7 ps 1.5 notitle, \\
-     '' using 2:3:1 with labels offset 1,0.8 left notitle
-unset multiplot
-EOF
-    [[ -f $run_dir/quickstart.png ]] && echo "plot: $run_dir/quickstart.png"
-  else
-    echo "gnuplot not installed: no plot (the data is in $run_dir/reward.dat and points.dat)"
-  fi
+  # The plots (core/run_plots.h): `allot train` drew the training curves, `allot eval` the
+  # cost-accuracy plane next to its table (each with its .gp script and .dat data).
+  for png in "$run_dir/train/curves.png" "$run_dir/eval/cost_accuracy.png"; do
+    [[ -f $png ]] && echo "plot: $png"
+  done
+  command -v gnuplot > /dev/null || echo "gnuplot not installed: no plots (the .dat files hold the data)"
   say "done in $(( $(date +%s) - started )) s (set-up excluded): $run_dir"
   exit 0
 fi

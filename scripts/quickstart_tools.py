@@ -6,10 +6,6 @@
                                          a seeded shuffle of the training items
   wait-http URL SECONDS                  until GET URL answers 200
   latest-adapter BASE_URL PREFIX         the newest "<PREFIX>-v<N>" listed by BASE_URL/v1/models
-  points TABLE.json OUT                  the plot's cost-accuracy points: each row of the
-                                         CogER table (`allot eval RUN --json`) as "label" cost acc
-  reward-data METRICS OUT                step and reward/mean from metrics.jsonl
-                                         whose reference solution has two steps or more
   train-summary METRICS                  reward and cost per episode, first and last quarter
   keep-tool-free JSONL...                keep the items solvable without a tool (min_level <= 3)
   add-items TEST TRAIN OUT_DIR N SEED    append N items of TEST (a stride) to the eval subset
@@ -153,27 +149,6 @@ def latest_adapter(base_url, prefix):
         print(f"{base_url}: no adapter named {prefix}-v<N> is served", file=sys.stderr)
         return 1
     print(best)
-    return 0
-
-
-def points(table_json, out):
-    with open(table_json) as f:
-        rows = json.load(f)
-    with open(out, "w") as pts:
-        for r in rows:
-            pts.write(f"\"{r['label']}\" {r['mean_cost_usd']:.6e} {r['accuracy']:.4f}\n")
-    return 0
-
-
-def reward_data(metrics, out):
-    with open(metrics) as f, open(out, "w") as o:
-        for line in f:
-            try:
-                j = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if "reward/mean" in j:
-                o.write(f"{j.get('step', 0)} {j['reward/mean']}\n")
     return 0
 
 
@@ -356,10 +331,6 @@ def main(argv):
         return wait_http(*args)
     if cmd == "latest-adapter" and len(args) == 2:
         return latest_adapter(*args)
-    if cmd == "points" and len(args) == 2:
-        return points(*args)
-    if cmd == "reward-data" and len(args) == 2:
-        return reward_data(*args)
     if cmd == "train-summary" and len(args) == 1:
         return train_summary(*args)
     if cmd == "add-items" and len(args) == 5:
