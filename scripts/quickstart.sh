@@ -3,8 +3,8 @@
 # CogER router (configs/quickstart/coger.yaml) with GRPO + LoRA: `allot train`, which serves every
 # tier of the tiny model pool and starts two rollout workers itself, then `allot eval` of the run,
 # which prints the before/after table (the fixed levels L1..L4, random routing, the untrained and
-# the trained router on a test subset); it writes quickstart.png (reward curve, cost-accuracy
-# points) into the run directory. Every process is stopped on exit, on failure and on Ctrl-C.
+# the trained router on a test subset); the two plot into the run directory (train/curves.png,
+# eval/cost_accuracy.png). Every process is stopped on exit, on failure and on Ctrl-C.
 #
 # Usage: scripts/quickstart.sh [options]
 #   --recipe NAME|FILE  configs/quickstart/NAME.yaml or a recipe file (default: coger); a CogER
