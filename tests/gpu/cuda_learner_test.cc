@@ -168,7 +168,6 @@ trainer::grpo::RolloutBatch MakeBatch(CausalLMImpl& model, int64_t vocab) {
   batch.attention_mask = mask;
   batch.loss_mask = torch::zeros({b, t - 1});
   batch.advantages = torch::zeros({b, t - 1});
-  batch.weights = torch::ones({b, t - 1});
   const std::vector<double> adv = {1.0, -1.0, 0.5, -0.5};
   for (int64_t i = 0; i < b; ++i) {
     for (int64_t j = t - lengths[i] + prompt; j < t; ++j) {
