@@ -37,6 +37,8 @@
 #   --practice   train the second phase too (use with --pool DIR: the shipped pool has none)
 #   --manifest-only  write the pool manifest for the weights already in --pool (no training)
 #   --check      only verify the weights in --pool against its manifest's sha256
+#   Each training phase prints "phase k of N" with its step, rate, elapsed time and ETA every
+#   $ALLOT_TW_PROGRESS_S seconds (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -161,15 +163,26 @@ export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-4294967296}
 export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-536870912}
 sft_phase() {  # <name> <what> <recipe> [--set ...]: one `allot sft` run into $work/<name>,
   # its log $work/<name>.log; says what failed, or the run's "done:" line
-  local name=$1 what=$2 recipe=$3 log=$work/$1.log
+  # Every $progress_s seconds it prints its progress line from the log (`allot sft`'s bar
+  # writes a plain line when its output is no terminal: step/total, rate, elapsed, eta).
+  local name=$1 what=$2 recipe=$3 log=$work/$1.log k line waited=0
   shift 3
-  if ! "$ALLOT" sft -c "$recipe" --set run.output_dir="$work" --set run.name="tinyworld-$name" \
-      "$@" >"$log" 2>&1; then
+  "$ALLOT" sft -c "$recipe" --set run.output_dir="$work" --set run.name="tinyworld-$name" \
+    --set logging.progress_bar=true "$@" >"$log" 2>&1 &
+  local pid=$!
+  k=$(flock "$work/.phases" sh -c 'echo x >> "$1"; wc -l < "$1"' _ "$work/.phases")
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    (( ++waited % progress_s == 0 )) || continue
+    line=$(tr '\r' '\n' <"$log" | grep -E '[0-9]+/[0-9]+ \(' | tail -n 1)
+    [[ -n $line ]] && echo "==> [tiny world] phase $k of $phases ($what): ${line#"${line%%[![:space:]]*}"}"
+  done
+  if ! wait "$pid"; then
     echo "make_tiny_world.sh: training $what failed; the log is $log:" >&2
     tail -n 20 "$log" >&2
     return 1
   fi
-  echo "==> [tiny world] model $what: $(grep -o 'done: .*' "$log" | head -n 1)"
+  echo "==> [tiny world] phase $k of $phases, model $what: $(grep -o 'done: .*' "$log" | head -n 1)"
 }
 train_tier() {  # <tier>: trains it under $work (two phases with --practice), copies it to $pool
   # (called where `set -e` does not apply, so every step checks its own status)
@@ -205,7 +218,13 @@ if [[ ${#todo[@]} -gt 0 ]]; then
   echo "==> [tiny world] models: training ${todo[*]} ($jobs at a time, logs in $work)"
   # The largest tiers first, so that the small ones fill the other slots.
   # t1r waits for t1, so it is queued right after it: the slot t1 frees goes to t1r.
-  rm -f "$work"/*.failed "$work"/*.done
+  rm -f "$work"/*.failed "$work"/*.done "$work/.phases"
+  # The phases: one per tier, a second for each tier but t1r with --practice.
+  phases=${#todo[@]}
+  if [[ $practice == 1 ]]; then
+    for t in "${todo[@]}"; do [[ $t == t1r ]] || phases=$((phases + 1)); done
+  fi
+  progress_s=${ALLOT_TW_PROGRESS_S:-30}
   order=()
   for ((i = ${#todo[@]} - 1; i >= 0; i--)); do
     [[ ${todo[$i]} == t1r ]] && continue

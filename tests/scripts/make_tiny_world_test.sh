@@ -16,18 +16,28 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 cat >"$tmp/allot" <<SHIM
 #!/usr/bin/env bash
-if [[ \$1 == sft ]]; then exec "$allot" "\$@" --set trainer.total_steps=2 --set checkpoint.every=1 \\
-  --set sft.optim.warmup_steps=1; fi
+if [[ \$1 == sft ]]; then
+  "$allot" "\$@" --set trainer.total_steps=2 --set checkpoint.every=1 --set sft.optim.warmup_steps=1
+  code=\$?
+  sleep 2  # past one progress period (ALLOT_TW_PROGRESS_S=1): the bar's last line gets printed
+  exit \$code
+fi
 exec "$allot" "\$@"
 SHIM
 chmod +x "$tmp/allot"
 cd "$root" || exit 1
 run() {
   ALLOT=$tmp/allot ALLOT_TINYWORLD_DIR=$tmp/data ALLOT_TINYWORLD_RUNS=$tmp/runs \
-    bash scripts/make_tiny_world.sh --tiers t0 --pool "$tmp/pool" "$@" >"$tmp/out.log" 2>&1
+    ALLOT_TW_PROGRESS_S=1 bash scripts/make_tiny_world.sh --tiers t0 --pool "$tmp/pool" "$@" \
+    >"$tmp/out.log" 2>&1
 }
 run --retrain --practice ||
   { code=$?; tail -n 30 "$tmp/out.log"; fail "make_tiny_world.sh --retrain --practice exited $code"; }
+# Each phase says which of how many it is, and while it trains its step, elapsed time and ETA.
+grep -q "phase 2 of 2, model t0, phase 2: done" "$tmp/out.log" ||
+  fail "no 'phase 2 of 2' line: $(grep '==>' "$tmp/out.log")"
+grep -Eq "phase 1 of 2 \(t0, phase 1\): .*[0-9]+/[0-9]+ .*elapsed .* eta " "$tmp/out.log" ||
+  fail "no progress line with an ETA for phase 1: $(grep '==>' "$tmp/out.log")"
 phase1=$tmp/runs/tinyworld-t0/model/model.safetensors
 phase2=$tmp/runs/tinyworld-t0-practice/model/model.safetensors
 [[ -f $phase1 && -f $phase2 ]] || fail "no model of phase 1 or 2 under $tmp/runs"
