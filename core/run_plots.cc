@@ -114,7 +114,7 @@ Result<PlotFiles> PlotTrainingCurves(const std::string& metrics_path, const std:
   }
   if (steps.empty()) return NotFound(metrics_path + ": no record with reward/mean");
   // About a tenth of the run per span: smooth enough to read a trend, short enough to follow it.
-  const int span = std::max<int>(1, static_cast<int>(steps.size()) / 10);
+  const int span = std::max<int>(2, static_cast<int>(steps.size()) / 10);
   const double alpha = 2.0 / (span + 1);
   std::vector<size_t> shown;
   std::vector<std::vector<double>> ema(all.size());
@@ -146,15 +146,16 @@ Result<PlotFiles> PlotTrainingCurves(const std::string& metrics_path, const std:
      << "\n"
      << "set grid lc rgb '#e0e0e0'\nset border lc rgb '#606060'\n"
      << "set xlabel 'training step'\nset lmargin 14\nset rmargin 4\n"
-     << "set xrange [" << steps.front() << ":" << std::max(steps.back(), steps.front() + 1)
-     << "]\nset key top left opaque box lc rgb '#c0c0c0'\n";
+     << "set autoscale xfix\nset offsets graph 0.01, graph 0.01, 0, 0\nset key tmargin right "
+        "horizontal\n";
   for (size_t k = 0; k < shown.size(); ++k) {
     const Series& s = all[shown[k]];
     const int col = 2 + 2 * static_cast<int>(shown[k]);
+    if (k == 1) gp << "unset key\n";  // the first panel's key says it for all
     gp << "set title " << Quoted(s.title) << "\nset ylabel " << Quoted(s.ylabel)
        << "\nset format y " << Quoted(s.format) << "\n"
        << "plot " << Quoted(dat) << " using 1:" << col
-       << " with points pt 7 ps 0.6 lc rgb '#b8c4dc' title 'per step', \\\n"
+       << " with points pt 7 ps 0.7 lc rgb '#a8b8d8' title 'per step', \\\n"
        << "     '' using 1:" << col + 1
        << " with lines lw 2.5 lc rgb '#1f4e9c' title 'moving average'\n";
   }
