@@ -197,12 +197,14 @@ def table(results, m, a, load_end, seconds):
         f"round runs allot, then its comparison; one thread each; process CPU time unless the "
         f"unit says otherwise. Median over {a.rounds} rounds, range in brackets.",
     ]
-    busy = max(m["load"][0], load_end[0]) / max(m["nproc"], 1)
+    # The start's figure is other work only; the end's includes the last benchmark's own
+    # process (one thread), which is not load from other jobs.
+    busy = max(m["load"][0], load_end[0] - 1.0) / max(m["nproc"], 1)
     if busy > 0.5:
         lines += [
             "",
-            f"**Provisional:** the load average per core reached {busy:.1f} during the run (other "
-            f"jobs shared the cores); ratios of process CPU time hold up better than wall time, "
+            f"**Provisional:** other jobs' load average per core reached {busy:.1f} during the run (they "
+            f"shared the cores); ratios of process CPU time hold up better than wall time, "
             f"but re-run on a quiet machine before quoting these figures.",
         ]
     lines += [
