@@ -21,7 +21,7 @@
 #                       deeptool runs DeepTool's whole pipeline (expert trajectories, the SFT
 #                       cold start, step-wise GRPO, evaluation of base, cold start and trained
 #                       t0) through tests/scripts/tinyworld_deeptool_test.sh into <run>/deeptool
-#   --no-setup          skip scripts/setup.sh (dependencies and build)
+#   --no-setup          skip scripts/setup.sh (dependencies and the build of `allot` alone)
 #   --steps N           override trainer.total_steps
 #   --eval-items N      test items per evaluation (default 96, spread over every difficulty)
 #   --pool DIR          the tiers, one model directory each (default assets/tinyworld/pool)
@@ -61,7 +61,9 @@ if [[ ! -f $recipe_file ]]; then
   exit 2
 fi
 
-if [[ $setup == 1 ]]; then bash scripts/setup.sh; fi
+# Only the allot binary is built here (the tests and benchmarks are half the build);
+# scripts/test.sh builds the rest.
+if [[ $setup == 1 ]]; then ALLOT_BUILD_TARGETS=${ALLOT_BUILD_TARGETS-allot} bash scripts/setup.sh; fi
 ALLOT=${ALLOT:-${ALLOT_BUILD_DIR:-build}/apps/allot}
 [[ -x $ALLOT ]] || { echo "quickstart.sh: $ALLOT not found (run scripts/setup.sh)" >&2; exit 1; }
 ALLOT=$(realpath "$ALLOT")

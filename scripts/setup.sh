@@ -8,6 +8,8 @@
 #   ALLOT_BUILD_TYPE  CMake build type (default: RelWithDebInfo)
 #   ALLOT_JOBS        parallel compile jobs (default: nproc)
 #   ALLOT_SKIP_BUILD  set to 1 to install dependencies only
+#   ALLOT_BUILD_TARGETS  build only these targets (space-separated; default: all, tests and
+#                     benchmarks included). scripts/quickstart.sh builds only `allot`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -98,7 +100,9 @@ step "configure ${BUILD_DIR} (${BUILD_TYPE})"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
   || die "cmake configure"
 
-step "build with ${JOBS} jobs"
+targets=()
+for t in ${ALLOT_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+step "build with ${JOBS} jobs${ALLOT_BUILD_TARGETS:+ (targets: ${ALLOT_BUILD_TARGETS})}"
 start=$(date +%s)
-cmake --build "$BUILD_DIR" -j "$JOBS" || die "build"
+cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}" || die "build"
 echo "build took $(( $(date +%s) - start )) s"
