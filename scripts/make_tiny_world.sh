@@ -8,7 +8,7 @@
 #      model configs in configs/tinyworld/tiers/). With --practice each tier then trains a
 #      second phase on sft_practice.jsonl, the arithmetic practice (configs/tinyworld/
 #      practice.yaml, from the first phase's weights); the shipped pool has no second phase
-#      (the practice pool was measured and not shipped: docs/architecture.md). The weights
+#      (the practice pool was measured and not shipped: docs/results/tinyworld_pool.md). The weights
 #      ship in assets/tinyworld/pool/<tier>/
 #      with their sha256 in assets/tinyworld/pool/manifest.json; a tier whose shipped files match
 #      the manifest is not trained again unless --retrain. Each tier trains on one CPU thread, so

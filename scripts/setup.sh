@@ -21,7 +21,7 @@ JOBS=${ALLOT_JOBS:-$(nproc)}
 step() { printf '\n==> [setup] %s\n' "$*"; }
 die() { printf '\n!!! [setup] FAILED at step: %s\n' "$*" >&2; exit 1; }
 
-# Every package allot needs, and why (docs/architecture.md has the longer story).
+# Every package allot needs, and why (docs/building.md has the longer story).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git   # toolchain
   clang libclang-rt-14-dev                                   # libFuzzer targets

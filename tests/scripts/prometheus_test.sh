@@ -3,9 +3,9 @@
 # two rollout workers and a short distributed learner run between them (configs/quickstart/
 # rlot.yaml, four episodes, so that every series has data). `promtool check metrics` passes on
 # every page; a Prometheus server on loopback (its own port and storage folder) scrapes them
-# every second, and its HTTP API returns every series docs/architecture.md lists as always
+# every second, and its HTTP API returns every series docs/rollout.md lists as always
 # exported. Both ways: a family a page exports that the list lacks fails too, and so does a
-# listed one that docs/architecture.md does not name. The learner has no /metrics page (its
+# listed one that docs/rollout.md does not name. The learner has no /metrics page (its
 # metrics go to metrics.jsonl and TensorBoard). About 30 s.
 #
 #   tests/scripts/prometheus_test.sh ALLOT_BINARY
@@ -21,7 +21,7 @@ for tool in prometheus promtool curl; do
   fi
 done
 
-# Always exported, with at least one sample after an episode (docs/architecture.md, "Metrics").
+# Always exported, with at least one sample after an episode (docs/rollout.md, "Metrics pages").
 serve_series=(
   allot_serve_http_requests_total allot_serve_prompt_tokens_total
   allot_serve_generation_tokens_total allot_serve_num_requests_running
@@ -49,7 +49,7 @@ source "$root/tests/scripts/tinyworld_procs.sh"  # serve, start_workers, fail; s
 
 # Every promised family is named in the docs.
 for s in "${promised[@]}" "${on_event_series[@]}"; do
-  grep -q "\`$s\`" docs/architecture.md || fail "docs/architecture.md does not name \`$s\`"
+  grep -q "\`$s\`" docs/rollout.md || fail "docs/rollout.md does not name \`$s\`"
 done
 
 "$allot" tinyworld generate --out "$tmp/data" --train-per-bucket 1 --test-per-bucket 1 \
@@ -82,7 +82,7 @@ for t in "${targets[@]}"; do
 done
 for family in "${exported[@]}"; do
   [[ " ${promised[*]} ${on_event_series[*]} " == *" $family "* ]] ||
-    fail "/metrics exports $family, which the list here and docs/architecture.md lack"
+    fail "/metrics exports $family, which the list here and docs/rollout.md lack"
 done
 
 # A Prometheus server of its own: a free loopback port, its own storage, 1 s scrapes.
