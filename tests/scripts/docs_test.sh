@@ -2,7 +2,8 @@
 # The user-facing docs hold what they promise: README.md stays under 10,000 characters, gives the
 # two commands (.ci/run runs the test command, scripts/test.sh), and every relative link and
 # backquoted repository path it names in the papers' table and the map exists (docs/results/*.md,
-# the recipes, the folders); no file under docs/results refers to numbered sessions or issues.
+# the recipes, the folders); no doc refers to numbered sessions or issues; docs/architecture.md
+# stays an overview that links a README.md in every top-level folder.
 #
 #   tests/scripts/docs_test.sh REPO_ROOT
 # Exit 0: passed; anything else: failed.
@@ -46,9 +47,22 @@ PY
 for paper in coger rlot r2 deeptool atlas; do
   [[ -f docs/results/$paper.md ]] || fail "docs/results/$paper.md is missing"
 done
-if hits=$(grep -nE '[Ss]essions? [0-9]+|[Ii]ssues? [0-9]+' docs/results/*.md README.md); then
-  fail "work-history labels in the user docs:"$'\n'"$hits"
+if hits=$(grep -nE "[Ss]essions? [0-9]+|[Ii]ssues? [0-9]+|[Ii]ssue #|the issue's|this session" \
+    README.md ./*/README.md docs/*.md docs/results/*.md); then
+  fail "work-history labels in the docs:"$'\n'"$hits"
 fi
 
-[[ $failed == 0 ]] && echo "PASS: README.md and docs/results hold what they promise"
+# docs/architecture.md is the overview; each top-level source folder says in its README.md what
+# it owns and may include, and the overview links every one of them.
+arch=$(python3 -c 'print(len(open("docs/architecture.md", encoding="utf-8").read()))')
+[[ $arch -le 15000 ]] || fail "docs/architecture.md is $arch characters, over the overview's 15,000"
+for dir in apps core datasets envs llm math models rewards rollout tinyworld tools trainer proto \
+    tests bench scripts configs; do
+  [[ -f $dir/README.md ]] || { fail "$dir/ has no README.md"; continue; }
+  grep -q '^## What it owns' "$dir/README.md" || fail "$dir/README.md does not say what it owns"
+  grep -q '^## What it may' "$dir/README.md" || fail "$dir/README.md does not say what it may include"
+  grep -q "(../$dir/README.md)" docs/architecture.md || fail "docs/architecture.md does not link $dir/README.md"
+done
+
+[[ $failed == 0 ]] && echo "PASS: README.md, the folder READMEs and docs hold what they promise"
 exit $failed
