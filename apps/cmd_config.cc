@@ -102,14 +102,20 @@ void AddConfigCommands(CLI::App& app, int* exit_code) {
   cfg->require_subcommand(1);
   auto args = std::make_shared<ConfigArgs>();
 
-  CLI::App* validate = cfg->add_subcommand("validate", "Check a config; print every error");
+  CLI::App* validate = cfg->add_subcommand(
+      "validate",
+      "Check a recipe as allot train does before it starts: the schema and required keys, then "
+      "the engine's check (sections and keys it does not read); print every error");
   validate->add_option("file", args->file, "config YAML")->required()->check(CLI::ExistingFile);
   validate->add_option("--set", args->overrides, "dotted override, e.g. --set dqn.lr=0.005");
   validate->add_flag("--keys", args->keys,
                      "then list every key written (file:line) and what reads it");
   validate->callback([=] { *exit_code = Validate(*args); });
 
-  CLI::App* print = cfg->add_subcommand("print", "Print the resolved config (secrets redacted)");
+  CLI::App* print = cfg->add_subcommand(
+      "print",
+      "Print the resolved config, every default filled in (secrets redacted, values from the "
+      "environment as their ${VAR})");
   print->add_option("file", args->file, "config YAML")->required()->check(CLI::ExistingFile);
   print->add_option("--set", args->overrides, "dotted override, e.g. --set dqn.lr=0.005");
   print->add_flag("--docs", args->with_docs, "annotate each field with its description");
@@ -117,8 +123,13 @@ void AddConfigCommands(CLI::App& app, int* exit_code) {
 
   auto recipe = std::make_shared<std::string>();
   CLI::App* defaults =
-      cfg->add_subcommand("defaults", "Print a recipe with every default filled in");
-  defaults->add_option("recipe", *recipe, "recipe name in configs/ (e.g. rlot), or 'none'")
+      cfg->add_subcommand("defaults",
+                          "Print a recipe with every default filled in and its required keys "
+                          "as ${VAR:?hint} placeholders, or allot's built-in defaults");
+  defaults
+      ->add_option("recipe", *recipe,
+                   "recipe name in configs/ (e.g. rlot), a recipe file, or 'none' (the "
+                   "built-in defaults)")
       ->required();
   defaults->callback([=] { *exit_code = Defaults(*recipe); });
 }

@@ -288,22 +288,29 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   auto train = std::make_shared<TrainArgs>();
   CLI::App* t = app.add_subcommand(
       "train",
-      "Start a training run from a YAML recipe (engine: trainer.algorithm grpo, dqn or sft)");
+      "Start a training run from a YAML recipe (engine: trainer.algorithm grpo, dqn or sft). "
+      "The recipe is checked whole first; the servers and rollout workers it starts itself "
+      "(endpoints[i].serve, rollout.local_workers) run beside the learner and stop with it "
+      "(logs: RUN/logs/)");
   t->add_option("-c,--config", train->config, "recipe YAML (configs/*.yaml)")
       ->required()
       ->check(CLI::ExistingFile);
   t->add_option("--set", train->overrides, "dotted override, e.g. --set trainer.total_steps=10");
   t->add_option("--name", train->name, "run name (shortcut for --set run.name=NAME)");
-  t->add_option("--nproc", train->nproc, "learner processes on this host")
+  t->add_option("--nproc", train->nproc, "data-parallel learner processes on this host (grpo, sft)")
       ->check(CLI::PositiveNumber);
   t->callback([=] { *exit_code = Train(*train); });
 
   auto resume = std::make_shared<ResumeArgs>();
-  CLI::App* r = app.add_subcommand("resume", "Resume a run from its latest valid checkpoint");
-  r->add_option("run", resume->run, "run name")->required();
+  CLI::App* r = app.add_subcommand(
+      "resume",
+      "Resume a run from its latest verified checkpoint, with the run's own config.yaml (and "
+      "the servers and rollout workers its recipe starts itself)");
+  r->add_option("run", resume->run, "run name (its directory under --output-dir)")->required();
   r->add_option("--output-dir", resume->output_dir, "where run directories live");
   r->add_option("--set", resume->overrides, "dotted override applied on top of the run's config");
-  r->add_option("--nproc", resume->nproc, "learner processes on this host (grpo, sft)")
+  r->add_option("--nproc", resume->nproc,
+                "data-parallel learner processes on this host (grpo, sft)")
       ->check(CLI::PositiveNumber);
   r->callback([=] { *exit_code = Resume(*resume); });
 
@@ -315,7 +322,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::ExistingFile);
   sft->add_option("--set", sft_args->overrides, "dotted override, e.g. --set sft.optim.lr=1e-4");
   sft->add_option("--name", sft_args->name, "run name (shortcut for --set run.name=NAME)");
-  sft->add_option("--nproc", sft_args->nproc, "learner processes on this host")
+  sft->add_option("--nproc", sft_args->nproc, "data-parallel learner processes on this host")
       ->check(CLI::PositiveNumber);
   sft->callback([=] { *exit_code = Sft(*sft_args); });
 

@@ -17,7 +17,12 @@ namespace allot::apps {
 void AddServiceCommands(CLI::App& app, int* exit_code) {
   auto sc = std::make_shared<llm::serve::ServeConfig>();
   CLI::App* serve =
-      app.add_subcommand("serve", "OpenAI-compatible server for a local model and adapters");
+      app.add_subcommand("serve",
+                         "OpenAI-compatible server for one local Hugging Face model (Qwen2, "
+                         "Qwen3, Llama) and LoRA adapters: completions and chat (token ids, "
+                         "log-probs, prompt_logprobs, SSE), adapter load/unload, PRM step "
+                         "pooling (/pooling), /tokenize, /health, Prometheus /metrics; "
+                         "continuous batching");
   serve->add_option("--model", sc->model, "Hugging Face model directory")
       ->required()
       ->check(CLI::ExistingDirectory);
@@ -66,10 +71,17 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   };
   auto wa = std::make_shared<WorkerArgs>();
   CLI::App* worker = app.add_subcommand(
-      "rollout-worker", "Serve episodes to a learner over gRPC until SIGTERM, then drain");
-  worker->add_option("-c,--config", wa->config, "recipe YAML (its rollout.worker section)")
+      "rollout-worker",
+      "Run episodes of every env (coger, rlot, r2, deeptool, atlas, chain) for learners over "
+      "gRPC (allot.v1), with Prometheus /metrics, until SIGTERM, then drain");
+  worker
+      ->add_option("-c,--config", wa->config,
+                   "recipe YAML (its rollout section; the env's config comes with each "
+                   "episode from the learner)")
       ->check(CLI::ExistingFile);
-  worker->add_option("--listen", wa->listen, "host:port (default 127.0.0.1:50051)");
+  worker->add_option("--listen", wa->listen,
+                     "host:port, instead of rollout.worker.listen (default 127.0.0.1:50051; "
+                     "port 0: any free port)");
   worker->add_option("--set", wa->overrides,
                      "dotted override, e.g. --set rollout.worker.threads=4");
   worker->callback([=] {

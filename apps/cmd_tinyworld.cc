@@ -44,7 +44,10 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* gen = tw->add_subcommand(
-      "generate", "Write tasks, knowledge corpus, SFT data and manifest.json from one seed");
+      "generate",
+      "Write the tiny world's data from one seed: tasks (train, test, multiple choice, RLoT's "
+      "long sums), the knowledge corpus, the SFT data (sft_train, sft_practice, sft_rlot) and "
+      "manifest.json");
   gen->add_option("--out", a->out, "output directory")->required();
   gen->add_option("--seed", a->config.seed, "the seed of the whole world")->default_val(1);
   gen->add_option("--train-per-bucket", a->config.train_per_bucket, "train items per bucket")
@@ -59,16 +62,18 @@ void AddTinyWorldCommands(CLI::App& app, int* exit_code) {
       ->default_val(a->config.long_test)
       ->check(CLI::NonNegativeNumber);
   gen->add_option("--route-labels", a->config.sft.route_labels,
-                  "router levels in the SFT data: random or true")
+                  "router levels in the SFT data: random (default) or true")
       ->check(CLI::IsMember({"random", "true"}));
   gen->add_option("--tool-results", a->config.sft.tool_results,
-                  "between the result markers of SFT tool trajectories: reasoned or raw")
+                  "between the result markers of SFT tool trajectories: reasoned (default) or "
+                  "raw")
       ->check(CLI::IsMember({"reasoned", "raw"}));
   gen->add_option("--fresh-names", a->config.sft.fresh_names_percent,
-                  "percent of train fact items whose SFT records use freshly generated names")
+                  "percent of train fact items whose SFT records use freshly generated names "
+                  "(default 0)")
       ->check(CLI::Range(0, 100));
   gen->add_option("--fresh-name-copies", a->config.sft.fresh_names_copies,
-                  "records of each renamed fact item, each with names of its own")
+                  "records of each renamed fact item, each with names of its own (default 1)")
       ->check(CLI::PositiveNumber);
   gen->add_option("--check", a->check,
                   "a reference manifest.json: exit 1 unless every file matches its sha256");

@@ -34,7 +34,7 @@ void AddToolCommands(CLI::App& app, int* exit_code) {
       "grade", "Extract the answers from a prediction and a reference and print the verdict");
   g->add_option("--pred", grade->pred, "the model's response")->required();
   g->add_option("--gold", grade->gold, "the reference answer")->required();
-  g->add_option("--format", grade->format, "boxed | choice | number | yesno | text");
+  g->add_option("--format", grade->format, "boxed (default) | choice | number | yesno | text");
   g->callback(
       [=] { *exit_code = rewards::RunGrade(grade->pred, grade->gold, grade->format, std::cout); });
 
