@@ -180,6 +180,9 @@ void WriteCurves(const RunDirectory& run) {
     spdlog::info("training curves not rendered (gnuplot missing or failed): gnuplot {}",
                  plot->script);
   }
+  // The env's step shares (e.g. CogER's routed level per step), when its metrics hold any.
+  auto shares = PlotShares(run.metrics_path(), run.path());
+  if (shares.ok() && shares->rendered) spdlog::info("shares per step: {}", shares->png);
 }
 
 }  // namespace
@@ -233,6 +236,7 @@ int RunGrpoEngine(RunContext& ctx) {
               << EnvNames(EnvKind::kLlmPolicy) << ")\n";
     return kExitError;
   }
+  o.step_shares = FindEnv(o.env)->step_shares;
   auto prompts = Prompts(cfg);
   if (!prompts.ok()) {
     std::cerr << "allot: " << prompts.status().message() << "\n";

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -54,6 +55,9 @@ struct Series {
 };
 
 }  // namespace
+
+// About a tenth of the run per span: smooth enough to read a trend, short enough to follow it.
+int MovingAverageSpan(size_t steps) { return std::max<int>(2, static_cast<int>(steps / 10)); }
 
 std::vector<double> ExponentialMovingAverage(const std::vector<double>& values, double alpha) {
   std::vector<double> out;
@@ -113,8 +117,7 @@ Result<PlotFiles> PlotTrainingCurves(const std::string& metrics_path, const std:
     }
   }
   if (steps.empty()) return NotFound(metrics_path + ": no record with reward/mean");
-  // About a tenth of the run per span: smooth enough to read a trend, short enough to follow it.
-  const int span = std::max<int>(2, static_cast<int>(steps.size()) / 10);
+  const int span = MovingAverageSpan(steps.size());
   const double alpha = 2.0 / (span + 1);
   std::vector<size_t> shown;
   std::vector<std::vector<double>> ema(all.size());
@@ -161,6 +164,111 @@ Result<PlotFiles> PlotTrainingCurves(const std::string& metrics_path, const std:
   }
   gp << "unset multiplot\n";
   return WriteAndRender(out_dir, "curves", data.str(), gp.str());
+}
+
+Result<PlotFiles> PlotShares(const std::string& metrics_path, const std::string& out_dir) {
+  std::ifstream in(metrics_path);
+  if (!in) return NotFound(metrics_path + ": cannot read");
+  // key -> value -> share per record (records without the key: missing).
+  struct KeyShares {
+    std::map<std::string, std::vector<double>> values;
+    std::vector<bool> reported;
+  };
+  std::map<std::string, KeyShares> keys;
+  std::vector<int64_t> steps;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    const size_t row = steps.size();
+    bool any = false;
+    for (const auto& [name, v] : j.items()) {
+      if (name.rfind("share/", 0) != 0 || !v.is_number()) continue;
+      const std::string rest = name.substr(6);
+      const size_t slash = rest.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) continue;
+      KeyShares& k = keys[rest.substr(0, slash)];
+      std::vector<double>& xs = k.values[rest.substr(slash + 1)];
+      xs.resize(row + 1, 0.0);
+      xs[row] = v.get<double>();
+      k.reported.resize(row + 1, false);
+      k.reported[row] = true;
+      any = true;
+    }
+    if (any) steps.push_back(j.value("step", static_cast<int64_t>(row)));
+  }
+  if (steps.empty()) return NotFound(metrics_path + ": no record with a share/<key>/<value>");
+  const double alpha = 2.0 / (MovingAverageSpan(steps.size()) + 1);
+  // Per key, per value (sorted, "none" last): the smoothed share, stacked; a record that does not
+  // report the key is a gap.
+  std::ostringstream data, gp;
+  data << "# step";
+  std::vector<std::vector<double>> columns;  // lower and upper edge of each band, in order
+  struct Band {
+    std::string key, value;
+    int lower_col;
+  };
+  std::vector<Band> bands;
+  for (auto& [key, k] : keys) {
+    k.reported.resize(steps.size(), false);
+    std::vector<std::string> order;
+    for (const auto& [value, _] : k.values) {
+      if (value != "none") order.push_back(value);
+    }
+    if (k.values.count("none")) order.push_back("none");
+    std::vector<double> below(steps.size(), 0.0);
+    for (const std::string& value : order) {
+      std::vector<double> xs = k.values[value];
+      xs.resize(steps.size(), 0.0);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (!k.reported[i]) xs[i] = kMissing;
+      }
+      const std::vector<double> smooth = ExponentialMovingAverage(xs, alpha);
+      std::vector<double> upper(steps.size());
+      for (size_t i = 0; i < upper.size(); ++i) upper[i] = below[i] + smooth[i];
+      bands.push_back({key, value, 2 + static_cast<int>(columns.size())});
+      columns.push_back(below);
+      columns.push_back(upper);
+      data << " " << key << "=" << value << "(from) " << key << "=" << value << "(to)";
+      below = upper;
+    }
+  }
+  data << "\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    data << steps[i];
+    for (const auto& c : columns) data << " " << Cell(c[i]);
+    data << "\n";
+  }
+  static const char* kColors[] = {"#1f4e9c", "#4f8fd8", "#8fc0e8", "#f0a050",
+                                  "#d05a3a", "#8a5ab0", "#60a060", "#b0b0b0"};
+  const std::string dat = out_dir + "/shares.dat";
+  gp << "set terminal pngcairo size 1000," << 80 + 300 * keys.size()
+     << " noenhanced font 'sans,11'\n"
+     << "set datafile missing '?'\n"
+     << "set multiplot layout " << keys.size() << ",1 title "
+     << Quoted(fmt::format("share of each step's episodes (moving average, EMA span {} steps)",
+                           MovingAverageSpan(steps.size())))
+     << "\n"
+     << "set grid lc rgb '#e0e0e0'\nset border lc rgb '#606060'\n"
+     << "set xlabel 'training step'\nset lmargin 14\nset rmargin 16\n"
+     << "set autoscale xfix\nset yrange [0:100]\nset format y '%.0f'\n"
+     << "set key outside right top vertical\nset style fill solid 0.85 noborder\n";
+  for (const auto& [key, k] : keys) {
+    gp << "set title " << Quoted("share of episodes by " + key) << "\nset ylabel "
+       << Quoted("share of episodes (%)") << "\nplot ";
+    bool first = true;
+    int n = 0;
+    for (const Band& b : bands) {
+      if (b.key != key) continue;
+      gp << (first ? "" : ", \\\n     ") << Quoted(dat) << " using 1:(100*$" << b.lower_col
+         << "):(100*$" << b.lower_col + 1 << ") with filledcurves lc rgb '"
+         << kColors[n++ % (sizeof(kColors) / sizeof(kColors[0]))] << "' title " << Quoted(b.value);
+      first = false;
+    }
+    gp << "\n";
+  }
+  gp << "unset multiplot\n";
+  return WriteAndRender(out_dir, "shares", data.str(), gp.str());
 }
 
 Result<PlotFiles> PlotCostAccuracy(const nlohmann::json& rows, const std::string& out_dir) {

@@ -30,12 +30,23 @@ struct PlotFiles {
 // record with reward/mean.
 Result<PlotFiles> PlotTrainingCurves(const std::string& metrics_path, const std::string& out_dir);
 
+// `<out_dir>/shares.{dat,gp,png}`: for each info key whose shares metrics.jsonl holds
+// (share/<key>/<value>: the share of a step's episodes per value, e.g. CogER's routed level), a
+// stacked area of the values' shares against the training step, each smoothed by the curves'
+// moving average (shares that sum to 1 still do). A step that reports some values of a key and
+// not others had none of the others. NotFound when no record holds a share.
+Result<PlotFiles> PlotShares(const std::string& metrics_path, const std::string& out_dir);
+
 // `<out_dir>/cost_accuracy.{dat,gp,png}`: accuracy against mean cost per query of every row of
 // `rows` (the array `allot eval RUN --json` writes: label, method, phase, accuracy,
 // mean_cost_usd), with the upper convex hull of the fixed levels and random routing (what
 // mixing them reaches) and the router(s) against it. A log cost axis when the costs span more
 // than 10x. InvalidArgument when no row has both numbers.
 Result<PlotFiles> PlotCostAccuracy(const nlohmann::json& rows, const std::string& out_dir);
+
+// The span (in steps) of the training plots' moving average for a run of `steps` records: about
+// a tenth of the run, at least 2.
+int MovingAverageSpan(size_t steps);
 
 // The exponential moving average of `values` with smoothing factor `alpha` (0 < alpha <= 1),
 // seeded with the first value.

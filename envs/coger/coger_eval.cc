@@ -231,7 +231,9 @@ const runtime::EnvDescriptor& CogerEnvDescriptor() {
                                                   runtime::EnvKind::kLlmPolicy,
                                                   {"endpoints", "gpu", "rewards", "tools"},
                                                   &RegisterCogerEnv,
-                                                  &RunRecipeEval};
+                                                  &RunRecipeEval,
+                                                  /*reads_datasets=*/true,
+                                                  /*step_shares=*/{"level"}};
   return kDescriptor;
 }
 

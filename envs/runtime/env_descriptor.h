@@ -51,6 +51,9 @@ struct EnvDescriptor {
   // Its episodes draw dataset items, so that train_data and eval_data are read (the chain MDP's
   // draw none).
   bool reads_datasets = true;
+  // Trajectory info keys with a small set of values whose shares the GRPO learner reports per
+  // step (metrics share/<key>/<value>, plotted by allot train as shares.png).
+  std::vector<std::string> step_shares;
 };
 
 // The node an env's config loads from `env_config` text: the text itself when it is the env's

@@ -105,6 +105,59 @@ TEST(RunPlotsTest, TrainingCurvesRefuseAFileWithoutRewards) {
   EXPECT_NE(f.status().message().find("metrics.jsonl"), std::string::npos);
 }
 
+// The shares of the last value stack to 1 at every step; a value a step did not report counts 0
+// there (not the previous step's share), "none" stacks last, and records without shares are no
+// rows.
+TEST(RunPlotsTest, SharesStackToOneAndAValueAStepLacksCountsZero) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/metrics.jsonl")
+      << R"({"step":1,"reward/mean":1,"share/level/none":0.25,"share/level/L4":0.25,)"
+      << R"("share/level/L2":0.5})" << "\n"
+      << R"({"step":2,"reward/mean":1,"share/level/L2":1.0})" << "\n"
+      << R"({"step":3,"reward/mean":1})" << "\n";
+  auto f = PlotShares(dir.path() + "/metrics.jsonl", dir.path());
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  std::ifstream dat(f->data);
+  std::string header;
+  std::getline(dat, header);
+  EXPECT_NE(header.find("level=L2(from) level=L2(to) level=L4(from) level=L4(to) "
+                        "level=none(from) level=none(to)"),
+            std::string::npos)
+      << header;
+  // step, then (from, to) per band: L2, L4, none. EMA span 2 (alpha 2/3): step 2's L2 is
+  // 2/3 * 1 + 1/3 * 0.5, its L4 and none 1/3 * 0.25 each.
+  std::vector<std::vector<double>> rows;
+  for (std::string line; std::getline(dat, line);) {
+    std::istringstream in(line);
+    std::vector<double> row;
+    for (double v; in >> v;) row.push_back(v);
+    rows.push_back(row);
+  }
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 7u);
+    EXPECT_NEAR(row[6], 1.0, 1e-9);  // the top of the stack
+    EXPECT_NEAR(row[3], row[2], 1e-12);  // bands touch
+  }
+  EXPECT_NEAR(rows[0][2], 0.5, 1e-9);
+  EXPECT_NEAR(rows[1][2], 2.0 / 3 + 0.5 / 3, 1e-9);
+  EXPECT_NEAR(rows[1][4] - rows[1][3], 0.25 / 3, 1e-9);
+  const std::string gp = ReadAll(f->script);
+  EXPECT_NE(gp.find("set ylabel 'share of episodes (%)'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set xlabel 'training step'"), std::string::npos) << gp;
+  if (!HasGnuplot()) GTEST_SKIP() << "gnuplot not installed: the PNG is not rendered";
+  ASSERT_TRUE(f->rendered) << "gnuplot failed on " << f->script;
+  EXPECT_EQ(PngSize(f->png), std::make_pair(1000, 80 + 300));
+}
+
+TEST(RunPlotsTest, SharesRefuseAFileWithoutShares) {
+  TempDir dir;
+  WriteMetrics(dir.path() + "/metrics.jsonl", 5);
+  auto f = PlotShares(dir.path() + "/metrics.jsonl", dir.path());
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
+}
+
 TEST(RunPlotsTest, CostAccuracyScriptLabelsAxesUsesLogCostAndRendersItsSize) {
   TempDir dir;
   auto f = PlotCostAccuracy(TableRows(), dir.path());

@@ -31,7 +31,8 @@ void StepMetrics::ObserveFailure(const v1::Trajectory& t, bool kept) {
   if (failed == 1) first_failure = t.failure().message();
 }
 
-void StepMetrics::ObserveEpisode(const v1::Trajectory& t, const std::string& budget_metric) {
+void StepMetrics::ObserveEpisode(const v1::Trajectory& t,
+                                 const std::vector<std::string>& share_keys) {
   rewards.push_back(t.reward());
   for (const auto& c : t.rewards()) components[c.name()].push_back(c.value());
   const auto& a = t.accounting();
@@ -41,6 +42,10 @@ void StepMetrics::ObserveEpisode(const v1::Trajectory& t, const std::string& bud
   if (auto it = t.info().find("oracle_cost_usd"); it != t.info().end()) {
     const double usd = std::strtod(it->second.c_str(), nullptr);
     if (std::isfinite(usd) && usd > 0) oracle_cost_usd += usd;
+  }
+  for (const std::string& key : share_keys) {
+    const auto it = t.info().find(key);
+    shares[key][it == t.info().end() || it->second.empty() ? "none" : it->second] += 1;
   }
 }
 
@@ -72,6 +77,11 @@ Scalars StepMetrics::ToScalars() const {
   out.emplace_back("cost_usd_per_episode", cost_usd / n);
   out.emplace_back("energy_j_per_episode", energy_j / n);
   out.emplace_back("oracle_cost_usd", oracle_cost_usd);
+  for (const auto& [key, counts] : shares) {
+    for (const auto& [value, count] : counts) {
+      out.emplace_back("share/" + key + "/" + value, count / n);
+    }
+  }
   out.emplace_back("tokens_per_episode", episode_tokens / n);
   out.emplace_back("loss", loss);
   out.emplace_back("policy_loss", policy_loss);

@@ -1,7 +1,9 @@
 // What one GRPO step reports: per reward component mean and std, accuracy,
 // KL, clip fractions, entropy, grad norm, IS weights, staleness, tokens/s, the step-time
 // breakdown (rollout wait, forward/backward, optimizer, sync), cost and energy per episode, and
-// the Lagrange multiplier of the cost-constrained mode. Metric names are stable: dashboards and
+// the Lagrange multiplier of the cost-constrained mode, and the share of the step's episodes per
+// value of the env's step_shares info keys (share/level/L2: CogER Table 4's level shares, per
+// step). Metric names are stable: dashboards and
 // the tests read them.
 #pragma once
 
@@ -35,6 +37,8 @@ struct StepMetrics {
   // The reward's own LLM spend (CogER's L_min oracle, info "oracle_cost_usd"), summed over the
   // step's episodes; never part of cost_usd or the budget.
   double oracle_cost_usd = 0;
+  // Per info key of the env's step_shares: episodes by value (e.g. level -> L2 -> 17).
+  std::map<std::string, std::map<std::string, double>> shares;
   // Update (token-weighted means over micro-batches and updates).
   double loss = 0, policy_loss = 0, kl = 0, clip_frac_low = 0, clip_frac_high = 0, ratio_mean = 0,
          is_weight_mean = 0, is_truncated_frac = 0, entropy = 0;
@@ -54,8 +58,9 @@ struct StepMetrics {
 
   // Counts a failed episode under its reason (kept: trained on with its failure reward).
   void ObserveFailure(const v1::Trajectory& t, bool kept);
-  // Adds a trajectory's rewards, components and accounting.
-  void ObserveEpisode(const v1::Trajectory& t, const std::string& budget_metric);
+  // Adds a trajectory's rewards, components and accounting, and counts its values of the
+  // `share_keys` info keys (an episode without the key counts under "none").
+  void ObserveEpisode(const v1::Trajectory& t, const std::vector<std::string>& share_keys);
   double MeanReward() const;
   Scalars ToScalars() const;
 };

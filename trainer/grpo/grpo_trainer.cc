@@ -640,7 +640,7 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
   auto drop = [&](const Group& kept, StepMetrics& m, bool flat) {
     m.groups_dropped += 1;
     if (flat) m.groups_zero_variance += 1;
-    for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, g.budget_metric);
+    for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, s.options.step_shares);
   };
 
   int consecutive_empty = 0;
@@ -699,7 +699,7 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
         shaped.push_back(grp.rewards[i]);  // ScoreGroup: what dynamic sampling judged
         costs.push_back(grp.costs[i]);
         step_rewards.push_back(grp.step_rewards[i]);
-        m.ObserveEpisode(t, g.budget_metric);
+        m.ObserveEpisode(t, s.options.step_shares);
       }
     }
     m.lambda = s.lagrange.lambda();

@@ -100,6 +100,9 @@ struct GrpoRunOptions {
   int64_t log_every = 1;
   rollout::RolloutConfig rollout;
   std::vector<llm::EndpointConfig> endpoints;
+  // Trajectory info keys whose values each step counts (metrics share/<key>/<value>): the env's
+  // descriptor's step_shares, e.g. CogER's routed level.
+  std::vector<std::string> step_shares;
   // Called after each step (and its checkpoint, if any) with the number of steps done.
   std::function<void(int64_t)> on_step_end;
   // Data-parallel learner ranks; null or a world of one: a single learner.
