@@ -30,6 +30,8 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   std::string name;
   int nproc = 1;
+  int max_restarts = -1;   // -1: run.max_restarts
+  bool restarted = false;  // set by the launcher on a restart: resume the run
 };
 
 struct ResumeArgs {
@@ -37,22 +39,36 @@ struct ResumeArgs {
   std::string output_dir = "runs";
   std::vector<std::string> overrides;
   int nproc = 1;
+  int max_restarts = -1;
 };
-
-// `--nproc N` of train, sft and resume: refused for engines that train in one process,
-// otherwise this command line runs again as N local ranks.
-int LaunchRanks(const char* command, const std::string& algorithm, int nproc) {
-  if (!IsDataParallelAlgorithm(algorithm)) {
-    std::cerr << "allot " << command << ": --nproc " << nproc << ": trainer.algorithm " << algorithm
-              << " trains in one learner process (grpo and sft run data-parallel ranks)\n";
-    return kExitError;
-  }
-  return LaunchLocalTrainRanks(command, nproc);
-}
 
 int Fail(const char* command, const Status& s) {
   std::cerr << "allot " << command << ": " << s.message() << "\n";
   return kExitError;
+}
+
+// `--nproc N` and restarts of train, sft and resume: several ranks are refused for engines that
+// train in one process; otherwise this command line runs again as N local ranks, started again
+// from the last verified checkpoint when one dies (up to max_restarts times). -1: no launch,
+// this process trains.
+int MaybeLaunchRanks(const char* command, const AllotConfig& cfg, int nproc, int cli_restarts,
+                     const std::string& restart_flag) {
+  auto restarts = MaxRestarts(cli_restarts, cfg.run.max_restarts);
+  if (!restarts.ok()) return Fail(command, restarts.status());
+  if (nproc <= 1 && *restarts == 0) return -1;
+  if (nproc > 1 && !IsDataParallelAlgorithm(cfg.trainer.algorithm)) {
+    std::cerr << "allot " << command << ": --nproc " << nproc << ": trainer.algorithm "
+              << cfg.trainer.algorithm
+              << " trains in one learner process (grpo and sft run data-parallel ranks)\n";
+    return kExitError;
+  }
+  RankLaunch launch;
+  launch.command = command;
+  launch.nproc = nproc;
+  launch.max_restarts = *restarts;
+  launch.run_dir = (std::filesystem::path(cfg.run.output_dir) / cfg.run.name).string();
+  launch.restart_flag = restart_flag;
+  return LaunchLocalTrainRanks(launch);
 }
 
 int StartRun(const char* command, LoadedConfig& loaded, bool resume) {
@@ -112,8 +128,12 @@ int Train(const TrainArgs& a) {
     return Fail("train", s);
   }
   // Checked once here rather than by every rank.
-  if (a.nproc > 1) return LaunchRanks("train", loaded->config.trainer.algorithm, a.nproc);
-  return StartRun("train", *loaded, /*resume=*/false);
+  if (!a.restarted) {
+    const int launched =
+        MaybeLaunchRanks("train", loaded->config, a.nproc, a.max_restarts, "--restarted");
+    if (launched >= 0) return launched;
+  }
+  return StartRun("train", *loaded, /*resume=*/a.restarted);
 }
 
 // `allot sft -c RECIPE`: `allot train` with trainer.algorithm forced to sft. A recipe that names
@@ -139,8 +159,12 @@ int Sft(const TrainArgs& a) {
   if (Status s = CheckRecipe(*loaded, a.overrides, /*resume=*/false); !s.ok()) {
     return Fail("sft", s);
   }
-  if (a.nproc > 1) return LaunchRanks("sft", "sft", a.nproc);
-  return StartRun("sft", *loaded, /*resume=*/false);
+  if (!a.restarted) {
+    const int launched =
+        MaybeLaunchRanks("sft", loaded->config, a.nproc, a.max_restarts, "--restarted");
+    if (launched >= 0) return launched;
+  }
+  return StartRun("sft", *loaded, /*resume=*/a.restarted);
 }
 
 int Resume(const ResumeArgs& a) {
@@ -158,7 +182,8 @@ int Resume(const ResumeArgs& a) {
   if (Status s = CheckRecipe(*loaded, a.overrides, /*resume=*/true); !s.ok()) {
     return Fail("resume", s);
   }
-  if (a.nproc > 1) return LaunchRanks("resume", loaded->config.trainer.algorithm, a.nproc);
+  const int launched = MaybeLaunchRanks("resume", loaded->config, a.nproc, a.max_restarts, "");
+  if (launched >= 0) return launched;
   return StartRun("resume", *loaded, /*resume=*/true);
 }
 
@@ -284,6 +309,19 @@ int NotLanded(const char* command, const char* what) {
   return kExitNotLanded;
 }
 
+static void AddRestartOptions(CLI::App& command, int* max_restarts, bool* restarted) {
+  command
+      .add_option("--max-restarts", *max_restarts,
+                  "when a learner rank dies, stop the others and start every rank again from the "
+                  "last verified checkpoint, up to N times (each restart and its cause in "
+                  "RUN/restarts.jsonl; default run.max_restarts)")
+      ->check(CLI::NonNegativeNumber);
+  if (restarted != nullptr) {
+    // The launcher's own: a restarted rank resumes the run it was started for.
+    command.add_flag("--restarted", *restarted)->group("");
+  }
+}
+
 void AddRunCommands(CLI::App& app, int* exit_code) {
   auto train = std::make_shared<TrainArgs>();
   CLI::App* t = app.add_subcommand(
@@ -299,6 +337,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   t->add_option("--name", train->name, "run name (shortcut for --set run.name=NAME)");
   t->add_option("--nproc", train->nproc, "data-parallel learner processes on this host (grpo, sft)")
       ->check(CLI::PositiveNumber);
+  AddRestartOptions(*t, &train->max_restarts, &train->restarted);
   t->callback([=] { *exit_code = Train(*train); });
 
   auto resume = std::make_shared<ResumeArgs>();
@@ -312,6 +351,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   r->add_option("--nproc", resume->nproc,
                 "data-parallel learner processes on this host (grpo, sft)")
       ->check(CLI::PositiveNumber);
+  AddRestartOptions(*r, &resume->max_restarts, nullptr);
   r->callback([=] { *exit_code = Resume(*resume); });
 
   auto sft_args = std::make_shared<TrainArgs>();
@@ -324,6 +364,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   sft->add_option("--name", sft_args->name, "run name (shortcut for --set run.name=NAME)");
   sft->add_option("--nproc", sft_args->nproc, "data-parallel learner processes on this host")
       ->check(CLI::PositiveNumber);
+  AddRestartOptions(*sft, &sft_args->max_restarts, &sft_args->restarted);
   sft->callback([=] { *exit_code = Sft(*sft_args); });
 
   auto ev = std::make_shared<EvalArgs>();

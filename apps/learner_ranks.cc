@@ -2,12 +2,17 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 
+#include "core/checkpoint_store.h"
+#include "trainer/comm/dist_env.h"
 #include "trainer/comm/local_launcher.h"
 
 namespace allot::apps {
@@ -45,30 +50,113 @@ bool IsDataParallelAlgorithm(const std::string& algorithm) {
   return algorithm == "grpo" || algorithm == "sft";
 }
 
-int LaunchLocalTrainRanks(const char* command, int nproc) {
+bool IsLaunchedRank() {
   auto env = trainer::comm::ReadDistEnv();
-  if (!env.ok() || env->distributed()) {
-    std::cerr << "allot " << command << " --nproc: this process is already a rank of a launched "
+  return !env.ok() || env->distributed() || std::getenv("WORLD_SIZE") != nullptr;
+}
+
+Result<int> MaxRestarts(int cli_value, int recipe_value) {
+  const int n = cli_value >= 0 ? cli_value : recipe_value;
+  if (n > 0 && IsLaunchedRank()) {
+    return InvalidArgument(
+        std::string(cli_value >= 0 ? "--max-restarts " : "run.max_restarts: ") + std::to_string(n) +
+        ": this process is a rank of a world another launcher started (WORLD_SIZE is set); "
+        "restarts are the local launcher's (allot train --nproc N), under SLURM or Kubernetes "
+        "use the scheduler's restart policy");
+  }
+  return n;
+}
+
+namespace {
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The launcher's restart policy: from the newest verified checkpoint, logged, or not at all.
+Result<std::vector<std::string>> RestartFromCheckpoint(const RankLaunch& launch,
+                                                       const std::vector<std::string>& argv,
+                                                       const trainer::comm::LaunchResult& failure,
+                                                       int restart) {
+  const std::string who = std::string("allot ") + launch.command + ": ";
+  CheckpointStore store(launch.run_dir + "/checkpoints", /*keep_last=*/0);
+  std::vector<std::string> skipped;
+  auto latest = store.LoadLatest(&skipped);
+  for (const std::string& line : skipped) std::cerr << who << "restart: skipped " << line << "\n";
+  if (!latest.ok()) {
+    return NotFound("no verified checkpoint in " + launch.run_dir +
+                    "/checkpoints to restart from (" + latest.status().message() + ")");
+  }
+  std::cerr << who << "restart " << restart << " of " << launch.max_restarts << ": "
+            << failure.message << "; every rank starts again from " << latest->path << " (step "
+            << latest->step << ", verified)\n";
+  nlohmann::json record = {{"restart", restart},
+                           {"max_restarts", launch.max_restarts},
+                           {"time", UtcNow()},
+                           {"cause", failure.message},
+                           {"failed_rank", failure.failed_rank},
+                           {"exit_code", failure.exit_code},
+                           {"checkpoint", latest->path},
+                           {"step", latest->step},
+                           {"skipped", skipped}};
+  std::ofstream out(launch.run_dir + "/restarts.jsonl", std::ios::app);
+  out << record.dump() << "\n";
+  out.flush();
+  if (!out) {
+    return Internal("cannot append to " + launch.run_dir + "/restarts.jsonl");
+  }
+  std::vector<std::string> next = argv;
+  if (!launch.restart_flag.empty()) next.push_back(launch.restart_flag);
+  return next;
+}
+
+}  // namespace
+
+int LaunchLocalTrainRanks(const RankLaunch& launch) {
+  const std::string who = std::string("allot ") + launch.command;
+  if (IsLaunchedRank()) {
+    std::cerr << who << " --nproc: this process is already a rank of a launched "
               << "world (WORLD_SIZE is set); drop --nproc or unset the torchrun variables\n";
     return 1;
   }
-  auto argv = OwnCommandLine();
-  if (!argv.ok()) {
-    std::cerr << "allot " << command << " --nproc: " << argv.status().message() << "\n";
+  auto own = OwnCommandLine();
+  if (!own.ok()) {
+    std::cerr << who << " --nproc: " << own.status().message() << "\n";
     return 1;
   }
+  // The ranks run this command line without the launch's own options; run.max_restarts=0 keeps
+  // a recipe's restarts from launching again inside the ranks.
+  std::vector<std::string> argv =
+      trainer::comm::WithoutOption(trainer::comm::WithoutOption(*own, "--nproc"), "--max-restarts");
+  argv.push_back("--set");
+  argv.push_back("run.max_restarts=0");
   trainer::comm::LaunchOptions options;
-  options.nproc = nproc;
-  auto result =
-      trainer::comm::LaunchLocalRanks(trainer::comm::WithoutOption(*argv, "--nproc"), options);
+  options.nproc = launch.nproc;
+  options.max_restarts = launch.max_restarts;
+  options.restart = [&](const trainer::comm::LaunchResult& failure, int restart) {
+    return RestartFromCheckpoint(launch, argv, failure, restart);
+  };
+  auto result = trainer::comm::LaunchLocalRanks(argv, options);
   if (!result.ok()) {
-    std::cerr << "allot " << command << " --nproc " << nproc << ": " << result.status().message()
-              << "\n";
+    std::cerr << who << " --nproc " << launch.nproc << ": " << result.status().message() << "\n";
     return 1;
   }
   if (result->exit_code != 0) {
-    std::cerr << "allot " << command << " --nproc " << nproc << ": " << result->message
-              << "; the other ranks were stopped\n";
+    std::cerr << who << " --nproc " << launch.nproc << ": " << result->message
+              << "; the other ranks were stopped";
+    if (launch.max_restarts > 0) {
+      std::cerr << " (" << result->restarted.size() << " of " << launch.max_restarts
+                << " restarts used)";
+    }
+    std::cerr << "\n";
+  } else if (!result->restarted.empty()) {
+    std::cerr << who << ": finished after " << result->restarted.size() << " restart"
+              << (result->restarted.size() == 1 ? "" : "s") << "\n";
   }
   return result->exit_code;
 }

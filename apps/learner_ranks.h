@@ -15,10 +15,33 @@ namespace allot::apps {
 // process.
 bool IsDataParallelAlgorithm(const std::string& algorithm);
 
-// Runs this process's own command line again as `nproc` local ranks (without --nproc) with the
-// torchrun variables set, and returns the exit code of the launch: 0, or the first failing
-// rank's status. Refused inside a world that is already launched.
-int LaunchLocalTrainRanks(const char* command, int nproc);
+// How `allot train | sft | resume` runs its learner ranks through the local launcher.
+struct RankLaunch {
+  const char* command = "train";  // the subcommand, for messages
+  int nproc = 1;
+  // Restarts after a rank dies: every rank starts again from the newest checkpoint that verifies
+  // (core/checkpoint_store.h). Each restart is logged with its cause, on stderr and as a line of
+  // RUN/restarts.jsonl.
+  int max_restarts = 0;
+  std::string run_dir;  // the run's directory (its checkpoints/ and restarts.jsonl)
+  // How a restarted rank is told to resume the run: train and sft add this flag to the command
+  // line (`--restarted`); resume already resumes (empty).
+  std::string restart_flag;
+};
+
+// Runs this process's own command line again as `nproc` local ranks (without --nproc and
+// --max-restarts, with run.max_restarts=0) with the torchrun variables set, and returns the exit
+// code of the launch: 0, or the failing rank's status after the last restart. Refused inside a
+// world that is already launched.
+int LaunchLocalTrainRanks(const RankLaunch& launch);
+
+// The restart count of a run: --max-restarts when given (>= 0), else run.max_restarts. An error
+// names the key when restarts are asked for inside a world some other launcher started (SLURM,
+// Kubernetes restart the job themselves).
+Result<int> MaxRestarts(int cli_value, int recipe_value);
+
+// Whether this process is a rank of a launched world (the torchrun variables are set).
+bool IsLaunchedRank();
 
 // Opens the run directory on every rank of `comm`. Rank 0 opens it as a single process does and
 // runs `rank0_setup` (the log file, config.yaml); the other ranks wait for rank 0, then open the

@@ -12,11 +12,18 @@ struct RunConfig {
   std::string name = "run";
   std::string output_dir = "runs";  // run directories are created under it
   int64_t seed = 0;
+  // allot train | sft | resume: a learner rank that dies stops the others and every rank starts
+  // again from the last verified checkpoint, up to this many times (--max-restarts overrides).
+  int max_restarts = 0;
 
   void Describe(config::Visitor& v) {
     v.Field("name", name, {.doc = "run directory name under output_dir ([A-Za-z0-9._-])"});
     v.Field("output_dir", output_dir, {.doc = "where run directories live"});
     v.Field("seed", seed, {.doc = "seed for every RNG of the run", .min = 0.0});
+    v.Field("max_restarts", max_restarts,
+            {.doc = "restarts of the learner ranks from the last verified checkpoint after a "
+                    "rank dies (local launcher of allot train | sft | resume)",
+             .min = 0.0});
   }
 };
 

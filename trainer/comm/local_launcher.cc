@@ -11,8 +11,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -117,14 +117,12 @@ std::vector<std::string> WithoutOption(const std::vector<std::string>& argv,
   return out;
 }
 
-Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
-                                      const LaunchOptions& options) {
+namespace {
+
+// One attempt: every rank started, waited for, the others stopped after the first failure.
+Result<LaunchResult> LaunchOnce(const std::vector<std::string>& argv,
+                                const LaunchOptions& options) {
   if (argv.empty()) return InvalidArgument("launch: empty command");
-  if (options.nproc < 1 || options.nproc > kMaxRanks) {
-    return InvalidArgument("--nproc " + std::to_string(options.nproc) + ": must be in [1, " +
-                           std::to_string(kMaxRanks) + "]");
-  }
-  if (g_num_ranks.load() != 0) return Internal("launch: a launch is already running");
   int port = options.master_port;
   if (port == 0) {
     ALLOT_ASSIGN_OR_RETURN(port, FreeTcpPort(options.master_addr));
@@ -198,6 +196,9 @@ Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
   bool stopping = false;
   while (remaining > 0) {
     bool reaped = false;
+    // The failures of this pass: a rank killed by a signal is the cause rather than a peer that
+    // exited with an error because it lost that rank (Gloo's connection reset).
+    bool cause_was_signal = false;
     for (size_t r = 0; r < pids.size(); ++r) {
       if (done[r]) continue;
       int status = 0;
@@ -209,11 +210,14 @@ Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
       --remaining;
       reaped = true;
       const int code = got < 0 ? 1 : ExitCodeOf(status);
-      if (code != 0 && result.failed_rank < 0) {
+      if (code == 0 || stopping) continue;
+      const bool signal = got >= 0 && WIFSIGNALED(status);
+      if (result.failed_rank < 0 || (signal && !cause_was_signal)) {
         result.failed_rank = static_cast<int>(r);
         result.exit_code = code;
         result.message = got < 0 ? "rank " + std::to_string(r) + ": waitpid failed"
                                  : Describe(static_cast<int>(r), status);
+        cause_was_signal = signal;
       }
     }
     if (result.failed_rank >= 0 && !stopping && remaining > 0) {
@@ -233,6 +237,43 @@ Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
   }
   restore();
   return result;
+}
+
+}  // namespace
+
+Result<LaunchResult> LaunchLocalRanks(const std::vector<std::string>& argv,
+                                      const LaunchOptions& options) {
+  if (options.nproc < 1 || options.nproc > kMaxRanks) {
+    return InvalidArgument("--nproc " + std::to_string(options.nproc) + ": must be in [1, " +
+                           std::to_string(kMaxRanks) + "]");
+  }
+  if (options.max_restarts < 0) {
+    return InvalidArgument("max restarts " + std::to_string(options.max_restarts) +
+                           ": must be >= 0");
+  }
+  if (g_num_ranks.load() != 0) return Internal("launch: a launch is already running");
+  std::vector<std::string> command = argv;
+  std::vector<LaunchResult> restarted;
+  for (int attempt = 0;; ++attempt) {
+    ALLOT_ASSIGN_OR_RETURN(LaunchResult result, LaunchOnce(command, options));
+    // A stop the launcher was asked for (Ctrl-C, the scheduler's SIGTERM) is not a failure to
+    // recover from.
+    const bool stopped_by_signal = g_forwarded_signal != 0;
+    if (result.exit_code == 0 || stopped_by_signal || attempt >= options.max_restarts) {
+      result.restarted = std::move(restarted);
+      return result;
+    }
+    if (options.restart) {
+      Result<std::vector<std::string>> next = options.restart(result, attempt + 1);
+      if (!next.ok()) {
+        result.message += "; not restarted: " + next.status().message();
+        result.restarted = std::move(restarted);
+        return result;
+      }
+      command = std::move(*next);
+    }
+    restarted.push_back(std::move(result));
+  }
 }
 
 }  // namespace allot::trainer::comm
