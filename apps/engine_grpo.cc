@@ -213,6 +213,8 @@ int RunGrpoEngine(RunContext& ctx) {
   // Workers get the resolved recipe (secrets redacted: they resolve their own keys).
   o.env_config = ResolvedYaml(ctx.loaded);
   o.run_dir = ctx.run.path();
+  // What became of every episode, step by step (rank 0 collects them): RUN/episodes.jsonl.
+  if (rank0) o.episode_log = ctx.run.path() + "/episodes.jsonl";
   // Adapters are served as "<run name>-v<N>" (a valid name: core/run_directory.h), so that runs
   // restarted against one long-lived vLLM or allot serve never collide.
   o.adapter_prefix = ctx.run.name();
@@ -271,9 +273,11 @@ int RunGrpoEngine(RunContext& ctx) {
   if (rank0) {
     // The steps after the checkpoint are trained again: their records go (metrics_writer.h).
     if (resumed_at.has_value()) {
-      if (Status st =
-              TruncateMetricsAfter(ctx.run.metrics_path(), ctx.run.tensorboard_dir(), *resumed_at);
-          !st.ok()) {
+      Status st =
+          TruncateMetricsAfter(ctx.run.metrics_path(), ctx.run.tensorboard_dir(), *resumed_at);
+      // Their episodes are collected again (the same draws and seeds).
+      if (st.ok()) st = TruncateMetricsAfter(ctx.run.path() + "/episodes.jsonl", "", *resumed_at);
+      if (!st.ok()) {
         std::cerr << "allot resume: " << st.message() << "\n";
         return kExitError;
       }

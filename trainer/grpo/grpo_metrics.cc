@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "rollout/failure_kind.h"
 
 namespace allot::trainer::grpo {
@@ -49,6 +51,29 @@ void StepMetrics::ObserveEpisode(const v1::Trajectory& t,
   }
 }
 
+void StepMetrics::RecordOutcome(int64_t draw, const v1::Trajectory& t, uint32_t attempts,
+                                const std::string& worker, std::string outcome,
+                                std::string reason) {
+  outcomes.push_back(
+      {draw, t.group_index(), std::move(outcome), std::move(reason), worker, attempts});
+}
+
+std::string StepMetrics::OutcomeLines(int64_t step) const {
+  std::string out;
+  for (const EpisodeOutcome& o : outcomes) {
+    out += nlohmann::json({{"step", step},
+                           {"draw", o.draw},
+                           {"index", o.index},
+                           {"outcome", o.outcome},
+                           {"reason", o.reason},
+                           {"attempts", o.attempts},
+                           {"worker", o.worker}})
+               .dump();
+    out += "\n";
+  }
+  return out;
+}
+
 double StepMetrics::MeanReward() const { return MeanStd(rewards).first; }
 
 Scalars StepMetrics::ToScalars() const {
@@ -74,6 +99,10 @@ Scalars StepMetrics::ToScalars() const {
   out.emplace_back("staleness/mean", staleness_sum / kept);
   out.emplace_back("staleness/max", staleness_max);
   out.emplace_back("rollout/groups_in_flight", groups_in_flight);
+  out.emplace_back("rollout/issued", issued);
+  out.emplace_back("rollout/redispatched", redispatched);
+  out.emplace_back("rollout/duplicates_dropped", duplicates_dropped);
+  out.emplace_back("rollout/worker_losses", worker_losses);
   out.emplace_back("cost_usd_per_episode", cost_usd / n);
   out.emplace_back("energy_j_per_episode", energy_j / n);
   out.emplace_back("oracle_cost_usd", oracle_cost_usd);

@@ -55,6 +55,26 @@ struct StepMetrics {
   double rollout_logprob_abs_diff = -1;
   // Seconds.
   double rollout_wait_s = 0, fwd_bwd_s = 0, optimizer_s = 0, sync_s = 0, step_s = 0;
+  // The rollout ledger during the step (rollout/dispatcher.h's counters, this step's share):
+  // episodes submitted, sent again after a worker loss, drop or return, trajectories that came
+  // twice (dropped), and worker streams lost.
+  double issued = 0, redispatched = 0, duplicates_dropped = 0, worker_losses = 0;
+  // Every episode the step collected and what became of it, for RUN/episodes.jsonl: "trained",
+  // "failed" (left out; reason the failure's label), "stale" (beyond max_policy_lag) or
+  // "dropped" (its group could not train: fewer than two usable episodes, or flat under dynamic
+  // sampling).
+  struct EpisodeOutcome {
+    int64_t draw = 0;    // the group's draw from the prompt list
+    uint32_t index = 0;  // its place in the group
+    std::string outcome, reason, worker;
+    uint32_t attempts = 0;
+  };
+  std::vector<EpisodeOutcome> outcomes;
+  void RecordOutcome(int64_t draw, const v1::Trajectory& t, uint32_t attempts,
+                     const std::string& worker, std::string outcome, std::string reason);
+  // One JSON line per outcome, each with the step: {"step", "draw", "index", "outcome",
+  // "reason", "attempts", "worker"}.
+  std::string OutcomeLines(int64_t step) const;
 
   // Counts a failed episode under its reason (kept: trained on with its failure reward).
   void ObserveFailure(const v1::Trajectory& t, bool kept);

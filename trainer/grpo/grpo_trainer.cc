@@ -622,6 +622,9 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
           m.failed += 1;
           if (m.failed == 1) m.first_failure = "an episode with no trainable token";
         }
+        m.RecordOutcome(
+            done.cursor, t, e.attempts, e.worker, "failed",
+            failed ? rollout::FailureReasonLabel(t.failure().reason()) : "no trainable token");
         continue;
       }
       const int64_t behind = PolicyLag(t, CurrentVersion(s));
@@ -629,6 +632,8 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       m.staleness_max = std::max<double>(m.staleness_max, static_cast<double>(behind));
       if (PolicyLag(t, expected) > g.max_policy_lag && g.stale_policy == "drop") {
         m.stale_dropped += 1;
+        m.RecordOutcome(done.cursor, t, e.attempts, e.worker, "stale",
+                        "sampled " + std::to_string(PolicyLag(t, expected)) + " versions behind");
         continue;
       }
       kept.episodes.push_back(std::move(e));
@@ -640,10 +645,21 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
   auto drop = [&](const Group& kept, StepMetrics& m, bool flat) {
     m.groups_dropped += 1;
     if (flat) m.groups_zero_variance += 1;
+    for (const auto& e : kept.episodes) {
+      m.RecordOutcome(kept.cursor, e.trajectory, e.attempts, e.worker, "dropped",
+                      flat ? "zero variance" : "fewer than two usable episodes in the group");
+    }
     for (const auto& e : kept.episodes) m.ObserveEpisode(e.trajectory, s.options.step_shares);
   };
 
   int consecutive_empty = 0;
+  // The ledger's counters at the end of the previous step (StepMetrics: each step's share).
+  rollout::DispatcherStats ledger_before = session->stats();
+  std::unique_ptr<std::ofstream> episode_log;
+  if (!s.options.episode_log.empty()) {
+    episode_log = std::make_unique<std::ofstream>(s.options.episode_log, std::ios::app);
+    if (!*episode_log) return Internal("grpo: cannot open " + s.options.episode_log);
+  }
   // Advantages, the update and the new adapter (`on_version` makes it the rollouts' policy),
   // metrics: everything of a step after its groups are collected. Advances s.step.
   auto train = [&](std::vector<Group> accepted, StepMetrics& m, Clock::time_point t_step,
@@ -694,6 +710,10 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       ScoreGroup(grp, g, s.lagrange);
       for (size_t i = 0; i < grp.episodes.size(); ++i) {
         const auto& t = grp.episodes[i].trajectory;
+        m.RecordOutcome(grp.cursor, t, grp.episodes[i].attempts, grp.episodes[i].worker, "trained",
+                        t.failure().reason() != v1::FAILURE_REASON_NONE
+                            ? rollout::FailureReasonLabel(t.failure().reason())
+                            : "");
         trajs.push_back(&t);
         gids.push_back(static_cast<int64_t>(gi));
         shaped.push_back(grp.rewards[i]);  // ScoreGroup: what dynamic sampling judged
@@ -752,6 +772,17 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
     m.policy_version = static_cast<double>(s.version);
     s.step += 1;
     summary.mean_rewards.push_back(m.MeanReward());
+    const rollout::DispatcherStats ledger = session->stats();
+    m.issued = static_cast<double>(ledger.submitted - ledger_before.submitted);
+    m.redispatched = static_cast<double>(ledger.redispatched - ledger_before.redispatched);
+    m.duplicates_dropped =
+        static_cast<double>(ledger.duplicates_dropped - ledger_before.duplicates_dropped);
+    m.worker_losses = static_cast<double>(ledger.worker_losses - ledger_before.worker_losses);
+    ledger_before = ledger;
+    if (episode_log != nullptr) {
+      *episode_log << m.OutcomeLines(s.step) << std::flush;
+      if (!*episode_log) return Internal("grpo: cannot append to " + s.options.episode_log);
+    }
     if (metrics != nullptr && (s.step % std::max<int64_t>(s.options.log_every, 1) == 0 ||
                                s.step == s.options.total_steps)) {
       ALLOT_RETURN_IF_ERROR(metrics->Log(s.step, m.ToScalars()));

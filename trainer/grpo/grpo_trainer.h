@@ -98,6 +98,9 @@ struct GrpoRunOptions {
   int64_t checkpoint_every = 0;  // steps; 0: only at the end
   int keep_last = 3;
   int64_t log_every = 1;
+  // One JSON line per episode each step collected (StepMetrics::OutcomeLines), appended and
+  // flushed every step; rank 0's RUN/episodes.jsonl. Empty: none.
+  std::string episode_log;
   rollout::RolloutConfig rollout;
   std::vector<llm::EndpointConfig> endpoints;
   // Trajectory info keys whose values each step counts (metrics share/<key>/<value>): the env's
