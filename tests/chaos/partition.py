@@ -94,7 +94,7 @@ def sc_partition(a, work, c):
         workers.append(addr)
     # Long enough to go on after the partition heals: its step STEPS is compared with the
     # undisturbed run's last.
-    steps = 3 * c.STEPS
+    steps = 5 * c.STEPS
     recipe = c.write_recipe(work, url, steps=steps, workers=workers, token="chaos-partition")
     run = c.Run(a.allot, work, recipe, "partition", wrap=on("learner-0", []))
     c.wait_for(lambda: run.steps_done() >= 1, 300, "step 1", run.proc)
