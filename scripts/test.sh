@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up (dependencies and build), then runs the whole test suite: every ctest label of the
-# main build (unit, integration), then the libFuzzer targets for a bounded number of runs.
+# main build (unit, integration, chaos), then the libFuzzer targets for a bounded number of runs.
 #
 #   scripts/test.sh                 everything
 #   scripts/test.sh -L unit         only one label (arguments go to ctest)
