@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 T0 = os.path.join(ROOT, "assets", "tinyworld", "pool", "t0")
@@ -137,7 +138,7 @@ def start_worker(allot, work, name, listen="127.0.0.1:0", netns=None, token=None
     cfg = os.path.join(work, "worker.yaml")
     with open(cfg, "w") as f:
         auth = f", auth: {{token: {token}, allow_insecure_transport: true}}" if token else ""
-        f.write(f"rollout:\n  worker: {{threads: 4{auth}}}\n")
+        f.write(f"rollout:\n  worker: {{threads: 4, metrics_listen: '127.0.0.1:0'{auth}}}\n")
     addr_file = os.path.join(work, name + ".addr")
     if os.path.exists(addr_file):
         os.remove(addr_file)
@@ -148,6 +149,20 @@ def start_worker(allot, work, name, listen="127.0.0.1:0", netns=None, token=None
     p = start(args, os.path.join(work, name + ".log"))
     addr = wait_for(lambda: slurp(addr_file).strip(), 60, "rollout worker " + name, p)
     return p, addr
+
+
+def in_flight(work, name):
+    """Episodes the worker runs now, from its own /metrics (allot_worker_in_flight_episodes)."""
+    m = re.search(r"metrics port (\d+)", slurp(os.path.join(work, name + ".log")))
+    if not m:
+        return 0
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/metrics", timeout=2) as r:
+            text = r.read().decode()
+    except OSError:
+        return 0
+    g = re.search(r"^allot_worker_in_flight_episodes (\S+)", text, re.M)
+    return float(g.group(1)) if g else 0
 
 
 def write_recipe(work, url, steps=STEPS, workers=(), token=None):
@@ -505,8 +520,9 @@ def sc_worker_kill(a, work):
     base = baseline("remote")
     run, wa, _, _, _ = remote_run(a, work, "worker-kill")
     wait_for(lambda: run.steps_done() >= 1, 300, "step 1", run.proc)
-    os.killpg(wa.pid, signal.SIGKILL)  # step 2's episodes are out on both workers
-    log("killed worker-a")
+    n = wait_for(lambda: in_flight(work, "worker-a"), 60, "episodes on worker-a", run.proc)
+    os.killpg(wa.pid, signal.SIGKILL)
+    log(f"killed worker-a with {n:.0f} episodes in flight")
     if run.wait() != 0:
         fail("run failed:\n" + run.log()[-3000:])
     acc = account(run)
@@ -516,7 +532,7 @@ def sc_worker_kill(a, work):
              f"worker losses {acc['worker_losses']})")
     same = expect_same_adapter(run, base, "episodes are seeded per draw, not per worker")
     row(work, "rollout worker kill -9 with episodes in flight",
-        f"SIGKILL worker-a after step 1", acc, run.wall, base["wall_s"], same)
+        f"SIGKILL worker-a with {n:.0f} episodes in flight", acc, run.wall, base["wall_s"], same)
 
 
 def sc_worker_stop(a, work):
@@ -525,6 +541,7 @@ def sc_worker_stop(a, work):
     run, wa, _, _, _ = remote_run(a, work, "worker-stop")
     addr_a = slurp(os.path.join(work, "worker-a.addr")).strip()
     wait_for(lambda: run.steps_done() >= 1, 300, "step 1", run.proc)
+    wait_for(lambda: in_flight(work, "worker-a"), 60, "episodes on worker-a", run.proc)
     os.killpg(wa.pid, signal.SIGSTOP)
     stopped_at = run.steps_done()
     log(f"stopped worker-a after step {stopped_at} for 2.5 s")
