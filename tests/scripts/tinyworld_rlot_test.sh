@@ -5,8 +5,9 @@
 # tool-free items and the long sums; self-consistent accuracy, RLoT Sec. 4.1):
 #   - direct answering (RLoT's Direct QA: Terminate first);
 #   - the best fixed block sequence the quickstart evaluates (Reason, Decompose, Debate,
-#     Reason-Reason, Reason-Refine, Debate-Reason, RLoT App. G's Decompose-Reason-Refine, and
-#     the trained navigator's own three commonest block patterns run as fixed sequences):
+#     Reason-Reason, Reason-Reason-Reason, Reason-Refine, Debate-Reason, RLoT App. G's
+#     Decompose-Reason-Refine, and the trained navigator's own three commonest block patterns
+#     run as fixed sequences):
 #     strictly more accurate.
 # A navigator that learned no more than one fixed sequence does not pass: that sequence is
 # among the baselines, and the navigator ties it at best. Zero-shot CoT is printed, not
