@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/progress_bar.h"
 #include "core/run_plots.h"
 #include "datasets/jsonl_loader.h"
 #include "envs/coger/coger_eval.h"
@@ -203,12 +204,15 @@ int RunCogerTable(const AllotConfig& cfg, const CogerTableOptions& options, std:
                                            cfg.tools};
   std::vector<std::vector<std::future<Result<std::vector<CogerMethodResult>>>>> running(
       jobs.size());
+  // Every row's items on one bar: each evaluation adds its items when it starts.
+  ProgressBar progress(0, "eval coger table: items", stderr);
   for (size_t j = 0; j < jobs.size(); ++j) {
     for (const auto& shard : shards) {
       envs::coger::CogerEvalOptions o;
       o.methods = {jobs[j].method};
       o.seed = options.seed;
       o.adapter = jobs[j].adapter;
+      o.progress = &progress;
       running[j].push_back(std::async(std::launch::async, [&config, &shard, o] {
         return envs::coger::RunCogerEval(config, shard, o);
       }));
@@ -229,6 +233,7 @@ int RunCogerTable(const AllotConfig& cfg, const CogerTableOptions& options, std:
     }
     rows.push_back(std::move(row));
   }
+  progress.Finish();
   if (!first_error.ok()) return fail(first_error);
 
   // No latency column: the rows ran at once against the same servers.

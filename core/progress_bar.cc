@@ -23,7 +23,7 @@ std::string FormatDuration(double seconds) {
 
 ProgressBar::ProgressBar(int64_t total, std::string label, FILE* out,
                          std::optional<bool> force_tty, double plain_interval_s)
-    : total_(std::max<int64_t>(total, 1)),
+    : total_(std::max<int64_t>(total, 0)),
       label_(std::move(label)),
       out_(out),
       tty_(force_tty ? *force_tty : ::isatty(::fileno(out)) != 0),
@@ -33,13 +33,26 @@ void ProgressBar::Start(int64_t start_step) {
   start_step_ = start_step;
   last_step_ = start_step;
   start_ = last_print_ = std::chrono::steady_clock::now();
+  started_ = true;
+}
+
+void ProgressBar::AddTotal(int64_t n) {
+  std::lock_guard<std::mutex> lock(advance_mu_);
+  total_ += std::max<int64_t>(n, 0);
+}
+
+void ProgressBar::Advance(int64_t n) {
+  std::lock_guard<std::mutex> lock(advance_mu_);
+  if (!started_) Start(0);
+  Update(last_step_ + n);
 }
 
 std::string ProgressBar::Render(int64_t step, double elapsed_s) const {
-  const double frac = std::clamp(static_cast<double>(step) / total_, 0.0, 1.0);
+  const int64_t total = std::max<int64_t>(total_, 1);
+  const double frac = std::clamp(static_cast<double>(step) / total, 0.0, 1.0);
   const double done = static_cast<double>(step - start_step_);
   const double rate = elapsed_s > 0 ? done / elapsed_s : 0.0;
-  const double eta = rate > 0 ? (total_ - step) / rate : NAN;
+  const double eta = rate > 0 ? (total - step) / rate : NAN;
   char buf[256];
   std::string bar;
   if (tty_) {
@@ -49,7 +62,7 @@ std::string ProgressBar::Render(int64_t step, double elapsed_s) const {
   }
   std::snprintf(buf, sizeof(buf), "%s %s%lld/%lld (%3.0f%%) %.2f it/s elapsed %s eta %s",
                 label_.c_str(), bar.c_str(), static_cast<long long>(step),
-                static_cast<long long>(total_), frac * 100, rate,
+                static_cast<long long>(total), frac * 100, rate,
                 FormatDuration(elapsed_s).c_str(), FormatDuration(eta).c_str());
   std::string s = buf;
   if (reward_) {

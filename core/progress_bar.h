@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,12 @@ class ProgressBar {
   // `start_step` lets a resumed run show its true position.
   void Start(int64_t start_step);
   void Update(int64_t step, std::optional<double> reward = std::nullopt);
+  // `n` more steps done, from any thread (an evaluation's items, several methods at once); the
+  // first call starts the clock when Start was not called.
+  void Advance(int64_t n = 1);
+  // `n` more steps to do, from any thread: work that joins once it is known (each concurrent
+  // evaluation adds its methods x items).
+  void AddTotal(int64_t n);
   void Finish();
 
   // The text of one update, without control characters (for tests and plain output).
@@ -35,6 +42,8 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_print_;
   int64_t last_step_ = 0;
   int64_t last_printed_step_ = -1;
+  bool started_ = false;
+  std::mutex advance_mu_;
 };
 
 std::string FormatDuration(double seconds);  // "1:02:03" or "02:03"

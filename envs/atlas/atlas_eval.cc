@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/progress_bar.h"
 #include "core/random.h"
 #include "envs/atlas/atlas_env.h"
 #include "envs/runtime/eval_output.h"
@@ -64,7 +65,7 @@ std::string AtlasEvalReport::ToJson() const {
 }
 
 Result<AtlasEvalReport> EvaluateAtlas(AtlasEnv& env, const std::vector<datasets::Example>& problems,
-                                      uint64_t seed) {
+                                      uint64_t seed, ProgressBar* progress) {
   AtlasEvalReport r;
   r.method = env.config().atlas.finalize;
   r.budget = env.config().atlas.ExploreBudget();
@@ -78,6 +79,7 @@ Result<AtlasEvalReport> EvaluateAtlas(AtlasEnv& env, const std::vector<datasets:
         SplitMix64Draw(seed, n) | 1;  // greedy orchestrator; the seed only breaks ties
     ++n;
     ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, env.Run(in));
+    if (progress != nullptr) progress->Advance();
     ++r.problems;
     r.usage.Merge(t.usage);
     AtlasItemOutcome& item = r.items.emplace_back();
@@ -141,12 +143,14 @@ int RunAtlasEvalCommand(AtlasEnvConfig config, const datasets::DatasetConfig& da
     problems.resize(static_cast<size_t>(limit));
   }
   std::vector<AtlasEvalReport> reports;
+  ProgressBar progress(static_cast<int64_t>(chosen.size() * problems.size()), "eval atlas: items",
+                       stderr);
   for (const std::string& m : chosen) {
     AtlasEnvConfig c = config;
     c.atlas.finalize = m;
     Result<std::unique_ptr<AtlasEnv>> env = AtlasEnv::Create(std::move(c));
     if (!env.ok()) return fail(env.status());
-    Result<AtlasEvalReport> r = EvaluateAtlas(**env, problems, seed);
+    Result<AtlasEvalReport> r = EvaluateAtlas(**env, problems, seed, &progress);
     if (!r.ok()) return fail(r.status());
     reports.push_back(std::move(r).value());
   }

@@ -17,6 +17,10 @@
 #include "envs/atlas/atlas_config.h"
 #include "llm/accounting.h"
 
+namespace allot {
+class ProgressBar;
+}  // namespace allot
+
 namespace allot::envs::atlas {
 
 class AtlasEnv;
@@ -54,9 +58,10 @@ struct AtlasEvalReport {
 // The dataset item an episode reads: {"question", "answer", "format"}.
 std::string AtlasDatasetItem(const datasets::Example& example);
 
-// One episode per problem (greedy orchestrator, per-problem seeds from `seed`).
+// One episode per problem (greedy orchestrator, per-problem seeds from `seed`); `progress`, when
+// set, advances once per problem.
 Result<AtlasEvalReport> EvaluateAtlas(AtlasEnv& env, const std::vector<datasets::Example>& problems,
-                                      uint64_t seed);
+                                      uint64_t seed, ProgressBar* progress = nullptr);
 
 // The whole command: `methods` is "" (the recipe's finalize), "all" (both side by side), or a
 // comma list of orchestrator, integrator; `limit` > 0 caps the problems. A relative

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "core/progress_bar.h"
 #include "envs/coger/coger_env.h"
 #include "envs/runtime/eval_output.h"
 #include "rewards/grader.h"
@@ -106,6 +107,9 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
   size_t n = examples.size();
   if (options.limit > 0) n = std::min(n, static_cast<size_t>(options.limit));
   if (n == 0) return InvalidArgument("eval: no examples");
+  if (options.progress != nullptr) {
+    options.progress->AddTotal(static_cast<int64_t>(methods.size() * n));
+  }
 
   std::vector<CogerMethodResult> results;
   for (const std::string& method : methods) {
@@ -162,6 +166,7 @@ Result<std::vector<CogerMethodResult>> RunCogerEval(const CogerEnvConfig& config
         }
       }
       Tally(std::move(out), r);
+      if (options.progress != nullptr) options.progress->Advance();
     }
     results.push_back(std::move(r));
   }
@@ -206,7 +211,11 @@ int RunCogerEvalCommand(const CogerEnvConfig& config, const datasets::DatasetCon
   return runtime::RunEvalCommand(
       data, json_path, out, err,
       [&](const std::vector<datasets::Example>& examples) {
-        return RunCogerEval(config, examples, options);
+        ProgressBar progress(0, "eval coger: items", stderr);
+        options.progress = &progress;
+        auto results = RunCogerEval(config, examples, options);
+        progress.Finish();
+        return results;
       },
       PrintCogerEval);
 }

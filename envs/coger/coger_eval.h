@@ -15,6 +15,10 @@
 #include "datasets/jsonl_loader.h"
 #include "envs/coger/coger_config.h"
 
+namespace allot {
+class ProgressBar;
+}  // namespace allot
+
 namespace allot::envs::coger {
 
 struct CogerEvalOptions {
@@ -23,6 +27,9 @@ struct CogerEvalOptions {
   uint64_t seed = 1;    // random routing
   int64_t limit = 0;    // first N examples; 0 = all
   std::string adapter;  // the router's LoRA adapter name on its endpoint ("" = base model)
+  // Counts the methods x examples to evaluate, then each one done (not owned; may be shared by
+  // evaluations running at once); null: no progress.
+  ProgressBar* progress = nullptr;
 };
 
 // One example's outcome under a method: where it went and what it cost.

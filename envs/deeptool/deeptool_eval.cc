@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/progress_bar.h"
 #include "envs/deeptool/deeptool_env.h"
 #include "envs/runtime/eval_output.h"
 
@@ -95,6 +96,9 @@ Result<std::vector<DeepToolMethodResult>> RunDeepToolEval(
   size_t n = examples.size();
   if (options.limit > 0) n = std::min(n, static_cast<size_t>(options.limit));
   if (n == 0) return InvalidArgument("eval: no examples");
+  if (options.progress != nullptr) {
+    options.progress->AddTotal(static_cast<int64_t>(methods.size() * n));
+  }
   ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<DeepToolEnv> env,
                          DeepToolEnv::Create(std::move(c), nullptr, options.tools));
 
@@ -137,6 +141,7 @@ Result<std::vector<DeepToolMethodResult>> RunDeepToolEval(
         }
       }
       Tally(std::move(out), r);
+      if (options.progress != nullptr) options.progress->Advance();
     }
     results.push_back(std::move(r));
   }
@@ -193,7 +198,11 @@ int RunDeepToolEvalCommand(const DeepToolEnvConfig& config, const datasets::Data
   return runtime::RunEvalCommand(
       data, json_path, out, err,
       [&](const std::vector<datasets::Example>& examples) {
-        return RunDeepToolEval(config, examples, options);
+        ProgressBar progress(0, "eval deeptool: items", stderr);
+        options.progress = &progress;
+        auto results = RunDeepToolEval(config, examples, options);
+        progress.Finish();
+        return results;
       },
       PrintDeepToolEval);
 }

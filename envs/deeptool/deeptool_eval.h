@@ -18,6 +18,10 @@
 #include "envs/deeptool/deeptool_config.h"
 #include "tools/tool_registry.h"
 
+namespace allot {
+class ProgressBar;
+}  // namespace allot
+
 namespace allot::envs::deeptool {
 
 struct DeepToolEvalOptions {
@@ -27,6 +31,8 @@ struct DeepToolEvalOptions {
   std::string adapter;  // a LoRA adapter of the policy endpoint ("" = base model)
   // Runs the code steps; null = the sandbox that the recipe's tools section builds.
   std::shared_ptr<tools::ToolRegistry> tools;
+  // Counts the methods x examples to evaluate, then each one done (not owned); null: none.
+  ProgressBar* progress = nullptr;
 };
 
 // One example's outcome.

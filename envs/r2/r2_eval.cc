@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/progress_bar.h"
 #include "envs/r2/r2_env.h"
 #include "envs/r2/subtask_plan.h"
 #include "envs/runtime/eval_output.h"
@@ -199,6 +200,9 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
   size_t n = examples.size();
   if (options.limit > 0) n = std::min(n, static_cast<size_t>(options.limit));
   if (n == 0) return InvalidArgument("eval: no examples");
+  if (options.progress != nullptr) {
+    options.progress->AddTotal(static_cast<int64_t>(methods.size() * n));
+  }
 
   std::vector<R2MethodResult> results;
   for (const std::string& method : methods) {
@@ -269,6 +273,7 @@ Result<std::vector<R2MethodResult>> RunR2Eval(const R2EnvConfig& config,
         }
       }
       Tally(std::move(out), r);
+      if (options.progress != nullptr) options.progress->Advance();
     }
     results.push_back(std::move(r));
   }
@@ -308,7 +313,11 @@ int RunR2EvalCommand(const R2EnvConfig& config, const datasets::DatasetConfig& d
   return runtime::RunEvalCommand(
       data, json_path, out, err,
       [&](const std::vector<datasets::Example>& examples) {
-        return RunR2Eval(config, examples, options);
+        ProgressBar progress(0, "eval r2: items", stderr);
+        options.progress = &progress;
+        auto results = RunR2Eval(config, examples, options);
+        progress.Finish();
+        return results;
       },
       PrintR2Eval);
 }

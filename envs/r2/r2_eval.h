@@ -20,6 +20,10 @@
 #include "envs/r2/r2_config.h"
 #include "envs/runtime/env.h"
 
+namespace allot {
+class ProgressBar;
+}  // namespace allot
+
 namespace allot::envs::r2 {
 
 struct R2EvalOptions {
@@ -31,6 +35,8 @@ struct R2EvalOptions {
   // The policy's LoRA adapter on its endpoint ("" = base model): NAME for both roles, or
   // "decomposer=NAME,allocator=NAME", one per role (what alternating GRPO trains, Sec. 4.3).
   std::string adapter;
+  // Counts the methods x examples to evaluate, then each one done (not owned); null: none.
+  ProgressBar* progress = nullptr;
 };
 
 // The policy snapshot of R2EvalOptions::adapter (null for ""); InvalidArgument names a malformed

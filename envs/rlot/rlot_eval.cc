@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/progress_bar.h"
 #include "core/random.h"
 #include "envs/runtime/eval_output.h"
 #include "rewards/majority_vote.h"
@@ -96,6 +97,9 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
   RlotEvalReport r;
   r.method = method;
   r.trails = options.trails;
+  if (options.progress != nullptr) {
+    options.progress->AddTotal(static_cast<int64_t>(problems.size()) * options.trails);
+  }
   uint64_t n = 0;
   for (const datasets::Example& ex : problems) {
     RlotProblemRecord item;
@@ -109,6 +113,7 @@ Result<RlotEvalReport> EvaluateTrails(const std::vector<datasets::Example>& prob
       in.seed = SplitMix64Draw(options.seed, n++);
       ALLOT_ASSIGN_OR_RETURN(runtime::Trajectory t, run(in));
       ++r.trail_total;
+      if (options.progress != nullptr) options.progress->Advance();
       r.usage.Merge(t.usage.total);
       const std::vector<int> blocks = Blocks(t.info["blocks"]);
       r.blocks += static_cast<int64_t>(blocks.size());

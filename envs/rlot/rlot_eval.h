@@ -18,11 +18,17 @@
 #include "envs/rlot/rlot_env.h"
 #include "llm/accounting.h"
 
+namespace allot {
+class ProgressBar;
+}  // namespace allot
+
 namespace allot::envs::rlot {
 
 struct RlotEvalOptions {
   int trails = 3;     // RLoT Table 21: trails for self-consistency
   uint64_t seed = 0;  // trail seeds and vote ties
+  // Counts the problems x trails to run, then each trail done (not owned); null: no progress.
+  ProgressBar* progress = nullptr;
 };
 
 // One trail of one problem, kept so that a method's answers can be read and compared problem by

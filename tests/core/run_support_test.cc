@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/logging.h"
@@ -83,6 +85,32 @@ TEST(ProgressBarTest, PlainModeWritesLinesNotCarriageReturns) {
   EXPECT_NE(out.find("reward 0.2500"), std::string::npos) << out;
   // One line per update; Finish does not repeat the final step it already printed.
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+}
+
+// Work added and advanced from several threads at once: every step is counted once, and the
+// last line printed is the total.
+TEST(ProgressBarTest, AdvanceCountsEveryStepFromConcurrentThreads) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&buf, &len);
+  {
+    ProgressBar bar(0, "eval", mem, false, 0.0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      bar.AddTotal(100);  // each evaluation adds its own work
+      threads.emplace_back([&bar] {
+        for (int i = 0; i < 100; ++i) bar.Advance();
+      });
+    }
+    for (auto& t : threads) t.join();
+    bar.Finish();
+  }
+  std::fclose(mem);
+  std::string out(buf, len);
+  free(buf);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 400) << out;
+  EXPECT_NE(out.rfind("eval 400/400 (100%)"), std::string::npos) << out.substr(out.size() - 200);
+  EXPECT_EQ(out.find("401/400"), std::string::npos);
 }
 
 TEST(ProgressBarTest, TtyModeUsesABar) {

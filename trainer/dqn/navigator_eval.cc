@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/progress_bar.h"
 #include "envs/rlot/logic_block.h"
 #include "envs/rlot/rlot_eval.h"
 #include "envs/synthetic/chain_episode.h"
@@ -239,8 +240,11 @@ int RunRlotEval(const std::string& run_dir_or_checkpoint, const envs::rlot::Rlot
   envs::rlot::RlotEvalOptions eo;
   eo.trails = options.trails;
   eo.seed = options.seed;
+  ProgressBar progress(0, "eval rlot " + method + ": trails", stderr);
+  eo.progress = &progress;
   auto report = cot ? envs::rlot::EvaluateChainOfThought(**rlot, subset, method, eo)
                     : envs::rlot::EvaluateRlot(**rlot, subset, *chooser, method, eo);
+  progress.Finish();
   if (!report.ok()) {
     std::cerr << "allot eval: " << report.status().message() << "\n";
     return 1;
