@@ -48,6 +48,13 @@ Status CheckSftRecipe(const config::ConfigNode& written, const AllotConfig& cfg,
               ": trainer.total_steps has no effect while sft.epochs is set (" +
               std::to_string(cfg.sft.epochs) + ")";
   }
+  // ZeRO shards a full-parameter AdamW (trainer/optim/zero_adamw.h), not an adapter's.
+  const config::ConfigNode* zero = section == nullptr ? nullptr : section->Find("zero_stage");
+  if (zero != nullptr && cfg.sft.lora.enabled) {
+    errors += "\n  " + zero->origin().ToString() +
+              ": trainer.zero_stage has no effect with sft.lora.enabled (ZeRO shards "
+              "full-parameter training; an adapter's optimizer state is small)";
+  }
   // model.packing is the GRPO log-prob pass's knob; SFT packs by sft.packing.
   const config::ConfigNode* model = written.Find("model");
   if (const config::ConfigNode* packing = model == nullptr ? nullptr : model->Find("packing")) {
@@ -75,6 +82,7 @@ int RunSftEngine(RunContext& ctx) {
   options.keep_last = cfg.checkpoint.keep_last;
   options.log_every = cfg.logging.log_every;
   options.comm = *comm;
+  options.zero_stage = static_cast<int>(cfg.trainer.zero_stage);
 
   auto trainer = trainer::SftTrainer::Create(options);
   if (!trainer.ok()) return Fail(trainer.status());

@@ -110,6 +110,15 @@ std::string LeafUnread(const std::string& path, const AllotConfig& cfg, const st
              "rewards.terms";
     }
   }
+  // ZeRO shards a full-parameter AdamW (trainer/optim/zero_adamw.h): the dqn engine has no such
+  // optimizer, the grpo learner trains a LoRA adapter.
+  if (path == "trainer.zero_stage" && (engine != "sft" || cfg.sft.lora.enabled)) {
+    return engine == "dqn" ? "the dqn engine shards no optimizer state (ZeRO is for "
+                             "full-parameter sft)"
+                           : "ZeRO shards full-parameter training; " +
+                                 std::string(engine == "grpo" ? "grpo.lora" : "sft.lora") +
+                                 " trains an adapter, whose optimizer state is small";
+  }
   // RSTKit (tools/rstkit.cc): the sandbox runs execute_python alone, and the QA toolkit
   // exists only with a corpus.
   if (Under(path, "tools.sandbox") && !cfg.tools.code) {

@@ -268,6 +268,130 @@ Status Communicator::Barrier() {
   return Status::Ok();
 }
 
+Status Communicator::ReduceScatterSum(const at::Tensor& input, const at::Tensor& output) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = output.numel();
+  if (input.dim() != 1 || output.dim() != 1 || input.numel() != n * env_.world_size) {
+    return InvalidArgument(Where() + ": reduce-scatter of " + std::to_string(input.numel()) +
+                           " elements into chunks of " + std::to_string(n));
+  }
+  at::Tensor out = output;
+  if (!distributed()) {
+    out.copy_(input.narrow(0, 0, n));
+    return Status::Ok();
+  }
+  try {
+    at::Tensor in = input.contiguous();
+    const bool widen =
+        backend_ == "gloo" && (in.scalar_type() == at::kBFloat16 || in.scalar_type() == at::kHalf);
+    const bool stage = backend_ == "nccl" && !in.is_cuda();
+    if (widen) in = in.to(at::kFloat);
+    if (stage) in = in.to(at::Device(at::kCUDA));
+    if (backend_ == "gloo") {
+      // LibTorch 1.13's ProcessGroupGloo has no reduce_scatter: one reduce per chunk, to the
+      // rank that owns it (N collectives instead of one).
+      if (!widen) in = in.clone();  // reduce overwrites its input
+      for (int r = 0; r < env_.world_size; ++r) {
+        std::vector<at::Tensor> buffer{in.narrow(0, r * n, n)};
+        c10d::ReduceOptions opts;
+        opts.reduceOp = c10d::ReduceOp::SUM;
+        opts.rootRank = r;
+        impl_->group->reduce(buffer, opts)->wait();
+      }
+      out.copy_(in.narrow(0, env_.rank * n, n));
+      return Status::Ok();
+    }
+    at::Tensor result = stage ? torch::empty({n}, in.options()) : out;
+    std::vector<at::Tensor> outputs{result};
+    std::vector<std::vector<at::Tensor>> inputs(1);
+    for (int r = 0; r < env_.world_size; ++r) inputs[0].push_back(in.narrow(0, r * n, n));
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    impl_->group->reduce_scatter(outputs, inputs, opts)->wait();
+    if (!result.is_same(out)) out.copy_(outputs[0]);
+  } catch (const std::exception& e) {
+    return Unavailable(Where() + ": reduce-scatter failed: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status Communicator::AllGather(const at::Tensor& input, const at::Tensor& output) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = input.numel();
+  if (input.dim() != 1 || output.dim() != 1 || output.numel() != n * env_.world_size) {
+    return InvalidArgument(Where() + ": all-gather of chunks of " + std::to_string(n) +
+                           " elements into " + std::to_string(output.numel()));
+  }
+  at::Tensor out = output;
+  if (!distributed()) {
+    out.copy_(input);
+    return Status::Ok();
+  }
+  try {
+    // Gathering moves bits: 2-byte floats travel as int16, which every backend carries.
+    auto bits = [](const at::Tensor& t) {
+      return t.element_size() == 2 && t.is_floating_point() ? t.view(at::kShort) : t;
+    };
+    at::Tensor in = bits(input.contiguous());
+    const bool stage = backend_ == "nccl" && !in.is_cuda();
+    if (stage) in = in.to(at::Device(at::kCUDA));
+    at::Tensor result = stage ? torch::empty({n * env_.world_size}, in.options())
+                              : (out.is_contiguous() ? bits(out) : torch::empty_like(bits(out)));
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    for (int r = 0; r < env_.world_size; ++r) outputs[0].push_back(result.narrow(0, r * n, n));
+    std::vector<at::Tensor> inputs{in};
+    impl_->group->allgather(outputs, inputs)->wait();
+    // Gloo writes its own buffers when the chunks are not one tensor's storage: copy them back.
+    for (int r = 0; r < env_.world_size; ++r) {
+      at::Tensor chunk = result.narrow(0, r * n, n);
+      if (!outputs[0][r].is_same(chunk)) chunk.copy_(outputs[0][r]);
+    }
+    if (!bits(out).is_same(result)) bits(out).copy_(result);
+  } catch (const std::exception& e) {
+    return Unavailable(Where() + ": all-gather failed: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status Communicator::GatherBytes(const std::string& mine, std::vector<std::string>* all, int root) {
+  all->clear();
+  if (!distributed()) {
+    all->push_back(mine);
+    return Status::Ok();
+  }
+  if (root < 0 || root >= env_.world_size) {
+    return InvalidArgument(Where() + ": gather root " + std::to_string(root));
+  }
+  // The sizes first (every rank's), then one chunk of the largest size per rank.
+  at::Tensor size = torch::tensor({static_cast<int64_t>(mine.size())}, torch::kInt64);
+  at::Tensor sizes = torch::zeros({env_.world_size}, torch::kInt64);
+  ALLOT_RETURN_IF_ERROR(AllGather(size, sizes));
+  const int64_t longest = std::max<int64_t>(1, sizes.max().item<int64_t>());
+  at::Tensor bytes = torch::zeros({longest}, torch::kUInt8);
+  std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
+  // A gather, not an all-gather: only the root holds every rank's bytes (optimizer shards).
+  const bool stage = backend_ == "nccl";
+  std::vector<at::Tensor> inputs{stage ? bytes.to(at::Device(at::kCUDA)) : bytes};
+  std::vector<std::vector<at::Tensor>> outputs(env_.rank == root ? 1 : 0);
+  if (env_.rank == root) {
+    for (int r = 0; r < env_.world_size; ++r) outputs[0].push_back(torch::empty_like(inputs[0]));
+  }
+  try {
+    c10d::GatherOptions opts;
+    opts.rootRank = root;
+    impl_->group->gather(outputs, inputs, opts)->wait();
+  } catch (const std::exception& e) {
+    return Unavailable(Where() + ": gather failed: " + e.what());
+  }
+  if (env_.rank != root) return Status::Ok();
+  for (int r = 0; r < env_.world_size; ++r) {
+    const at::Tensor host = outputs[0][r].to(at::kCPU).contiguous();
+    all->emplace_back(static_cast<const char*>(host.data_ptr()),
+                      static_cast<size_t>(sizes[r].item<int64_t>()));
+  }
+  return Status::Ok();
+}
+
 Result<Communicator*> ProcessCommunicator(const CommOptions& options) {
   static std::mutex mu;
   static std::unique_ptr<Communicator> instance;

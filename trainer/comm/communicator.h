@@ -91,6 +91,17 @@ class Communicator {
   Status BroadcastString(std::string& text, int root = 0, double timeout_s = 0.0);
   Status Barrier();
 
+  // ZeRO's collectives (trainer/optim/zero_adamw.h). `input` is world_size() equal chunks one
+  // after the other (1-D); `output` (1-D, one chunk) becomes the sum over ranks of chunk rank().
+  // A world of one copies its only chunk. Gloo reduces bfloat16/half in float32.
+  Status ReduceScatterSum(const at::Tensor& input, const at::Tensor& output);
+  // Every rank's `input` (1-D, one chunk), rank by rank, into `output` (world_size() chunks),
+  // bit for bit.
+  Status AllGather(const at::Tensor& input, const at::Tensor& output);
+  // `root` receives every rank's bytes in rank order (its own included); the others get an
+  // empty list.
+  Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root = 0);
+
  private:
   struct Impl;
   Communicator(const DistEnv& env, const CommOptions& options);

@@ -24,6 +24,7 @@
 #include "trainer/optim/grad_clip.h"
 #include "trainer/optim/multi_tensor_adamw.h"
 #include "trainer/optim/optimizer_state.h"
+#include "trainer/optim/zero_adamw.h"
 #include "trainer/sft/packing.h"
 #include "trainer/sft/sft_loss.h"
 
@@ -120,6 +121,15 @@ SftTrainer::~SftTrainer() = default;
 
 Result<std::unique_ptr<SftTrainer>> SftTrainer::Create(const SftRunOptions& options) {
   ALLOT_RETURN_IF_ERROR(ValidateSftConfig(options.sft));
+  if (options.zero_stage < 0 || options.zero_stage > 2) {
+    return InvalidArgument("trainer.zero_stage: " + std::to_string(options.zero_stage) +
+                           " (0, 1 or 2)");
+  }
+  if (options.zero_stage > 0 && options.sft.lora.enabled) {
+    return InvalidArgument(
+        "trainer.zero_stage: ZeRO shards full-parameter training; with sft.lora.enabled the "
+        "adapter's optimizer state is small (set trainer.zero_stage: 0)");
+  }
   std::unique_ptr<SftTrainer> t(new SftTrainer());
   t->options_ = options;
   const SftConfig& c = options.sft;
@@ -175,7 +185,12 @@ Result<std::unique_ptr<SftTrainer>> SftTrainer::Create(const SftRunOptions& opti
     for (auto& [name, p] : t->TrainableParameters()) params.push_back(p);
     ALLOT_RETURN_IF_ERROR(options.comm->BroadcastParameters(params));
   }
-  ALLOT_ASSIGN_OR_RETURN(t->optimizer_, MakeAdamW(c.optim, t->TrainableParameters()));
+  if (options.zero_stage > 0 && options.comm != nullptr && options.comm->distributed()) {
+    ALLOT_ASSIGN_OR_RETURN(t->zero_, ZeroAdamW::Create(c.optim, t->TrainableParameters(),
+                                                       options.comm, options.zero_stage));
+  } else {
+    ALLOT_ASSIGN_OR_RETURN(t->optimizer_, MakeAdamW(c.optim, t->TrainableParameters()));
+  }
   ALLOT_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(c.optim, t->options_.total_steps));
   t->schedule_ = std::make_unique<LrSchedule>(schedule);
   torch::manual_seed(options.seed);  // LoRA dropout draws from the default generator
@@ -189,6 +204,8 @@ std::vector<std::pair<std::string, at::Tensor>> SftTrainer::TrainableParameters(
   }
   return out;
 }
+
+torch::optim::AdamW& SftTrainer::adamw() { return zero_ ? zero_->optimizer() : *optimizer_; }
 
 bool SftTrainer::is_rank0() const { return options_.comm == nullptr || options_.comm->is_rank0(); }
 
@@ -218,7 +235,11 @@ Result<SftStepStats> SftTrainer::Step() {
   stats.loss_tokens = static_cast<int64_t>(counts[0]);
   stats.tokens = static_cast<int64_t>(counts[1]);
   TokenAccumulator acc(stats.loss_tokens);
-  optimizer_->zero_grad();
+  if (zero_) {
+    zero_->ZeroGrad();
+  } else {
+    optimizer_->zero_grad();
+  }
   for (const auto& mb : micro) {
     const int64_t chunk = options_.model.logprob_chunk_tokens;
     acc.Scale(options_.sft.packing ? PackedCompletionLossSum(*model_, mb, chunk)
@@ -226,10 +247,14 @@ Result<SftStepStats> SftTrainer::Step() {
         .backward();
   }
   stats.loss = acc.mean_loss();
-  if (comm != nullptr) {
+  if (zero_) {
+    ALLOT_RETURN_IF_ERROR(zero_->ReduceGradients());
+  } else if (comm != nullptr) {
     std::vector<at::Tensor> params;
     for (auto& [name, p] : TrainableParameters()) params.push_back(p);
     ALLOT_RETURN_IF_ERROR(comm->SumGradients(params));
+  }
+  if (comm != nullptr) {
     std::vector<double> loss = {stats.loss};
     ALLOT_RETURN_IF_ERROR(comm->AllReduceScalars(loss, /*mean=*/false));
     stats.loss = loss[0];
@@ -237,10 +262,18 @@ Result<SftStepStats> SftTrainer::Step() {
   if (!std::isfinite(stats.loss)) {
     return Internal("sft: non-finite loss at step " + std::to_string(step_ + 1));
   }
-  stats.grad_norm =
-      ClipGradNorm(OptimizerParameters(*optimizer_), options_.sft.optim.max_grad_norm);
-  stats.lr = schedule_->Apply(*optimizer_, step_);
-  StepAdamW(*optimizer_);
+  if (zero_) {
+    ALLOT_ASSIGN_OR_RETURN(stats.grad_norm, zero_->ClipGradNorm(options_.sft.optim.max_grad_norm));
+  } else {
+    stats.grad_norm =
+        ClipGradNorm(OptimizerParameters(*optimizer_), options_.sft.optim.max_grad_norm);
+  }
+  stats.lr = schedule_->Apply(adamw(), step_);
+  if (zero_) {
+    ALLOT_RETURN_IF_ERROR(zero_->Step());  // this rank's shard, then the all-gather
+  } else {
+    StepAdamW(*optimizer_);
+  }
   ++step_;
   stats.step = step_;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -273,7 +306,8 @@ Result<SftRunSummary> SftTrainer::Run(MetricsWriter* metrics, ProgressBar* bar) 
                                 {"step_time_s", s.seconds}}));
     }
     if (bar != nullptr) bar->Update(s.step);
-    if (!options_.checkpoint_dir.empty() && is_rank0() &&
+    // With ZeRO every rank takes part: rank 0 gathers the optimizer shards.
+    if (!options_.checkpoint_dir.empty() && (is_rank0() || zero_ != nullptr) &&
         (s.step % options_.checkpoint_every == 0 || s.step == options_.total_steps)) {
       ALLOT_RETURN_IF_ERROR(SaveCheckpoint().status());
     }
@@ -285,6 +319,12 @@ Result<SftRunSummary> SftTrainer::Run(MetricsWriter* metrics, ProgressBar* bar) 
 
 Result<std::string> SftTrainer::SaveCheckpoint() {
   if (options_.checkpoint_dir.empty()) return InvalidArgument("sft: no checkpoint directory");
+  std::vector<std::string> shards;  // ZeRO: every rank's optimizer state, on rank 0
+  if (zero_) {
+    ALLOT_ASSIGN_OR_RETURN(std::string mine, SerializeAdamWState(adamw(), step_));
+    ALLOT_RETURN_IF_ERROR(options_.comm->GatherBytes(mine, &shards));
+    if (!is_rank0()) return std::string();
+  }
   CheckpointStore store(options_.checkpoint_dir, options_.keep_last);
   return store.Save(step_, [&](const std::string& dir) -> Status {
     models::NamedTensors weights;
@@ -293,8 +333,15 @@ Result<std::string> SftTrainer::SaveCheckpoint() {
     // policy/: what `allot export` reads (trainer/export/policy_checkpoint.h).
     ALLOT_RETURN_IF_ERROR(
         SavePolicyCheckpoint(*model_, dir, options_.model.path, options_.model.tokenizer));
-    ALLOT_ASSIGN_OR_RETURN(std::string opt, SerializeAdamWState(*optimizer_, step_));
-    ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kOptimizerFile, opt));
+    for (size_t r = 0; r < shards.size(); ++r) {
+      const int n = static_cast<int>(shards.size());
+      ALLOT_RETURN_IF_ERROR(
+          WriteFileAtomic(dir + "/" + ZeroStateFileName(static_cast<int>(r), n), shards[r]));
+    }
+    if (!zero_) {
+      ALLOT_ASSIGN_OR_RETURN(std::string opt, SerializeAdamWState(*optimizer_, step_));
+      ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kOptimizerFile, opt));
+    }
     ALLOT_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kRngFile, GeneratorBytes()));
     const SftCursor cursor = batcher_->CursorAt(step_);
     nlohmann::json state = {{"step", step_},
@@ -349,10 +396,13 @@ Result<int64_t> SftTrainer::Resume() {
       p.copy_(v);
     }
   }
+  // Unsharded, or this rank's ZeRO shard (refused when written by another world size).
+  ALLOT_ASSIGN_OR_RETURN(const std::string opt_path,
+                         OptimizerStateFile(dir, zero_ ? options_.comm->rank() : 0,
+                                            zero_ ? options_.comm->world_size() : 0));
   std::string opt;
-  ALLOT_RETURN_IF_ERROR(ReadFile(dir + "/" + kOptimizerFile, &opt));
-  ALLOT_ASSIGN_OR_RETURN(int64_t sched_step,
-                         RestoreAdamWState(*optimizer_, opt, dir + "/" + kOptimizerFile));
+  ALLOT_RETURN_IF_ERROR(ReadFile(opt_path, &opt));
+  ALLOT_ASSIGN_OR_RETURN(int64_t sched_step, RestoreAdamWState(adamw(), opt, opt_path));
   if (sched_step != step)
     return DataLoss(dir + ": optimizer and trainer state disagree on the step");
   std::string rng;

@@ -12,7 +12,9 @@
 // loss tokens of the whole step on all ranks, and the gradients are summed over ranks (bucketed
 // all-reduce) before clipping: N ranks take the step one rank takes on the union batch, up to
 // float rounding. Rank 0 alone writes checkpoints and metrics; every rank resumes from the same
-// checkpoint directory (shared storage on multi-host runs).
+// checkpoint directory (shared storage on multi-host runs). With zero_stage 1 or 2 each rank
+// keeps 1/N of AdamW's state (trainer/optim/zero_adamw.h); checkpoints then take every rank:
+// rank 0 gathers the shards and writes one file per rank, and only N ranks resume them.
 //
 // Not thread-safe: one caller drives it.
 #pragma once
@@ -39,6 +41,8 @@ class AdamW;
 
 namespace allot::trainer {
 
+class ZeroAdamW;
+
 namespace comm {
 class Communicator;
 }
@@ -54,6 +58,9 @@ struct SftRunOptions {
   int log_every = 1;
   // Data-parallel learner ranks; null or a world of one: a single learner.
   comm::Communicator* comm = nullptr;
+  // trainer.zero_stage: 1 or 2 shard AdamW's state (2: the gradients too) over the ranks
+  // (trainer/optim/zero_adamw.h); full-parameter only. A world of one keeps it unsharded.
+  int zero_stage = 0;
 };
 
 struct SftStepStats {
@@ -122,7 +129,9 @@ class SftTrainer {
   std::unique_ptr<models::Tokenizer> tokenizer_;
   std::unique_ptr<SftDataset> dataset_;
   std::unique_ptr<SftBatcher> batcher_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;  // null with ZeRO: zero_ holds the shard
+  std::unique_ptr<ZeroAdamW> zero_;
+  torch::optim::AdamW& adamw();
   std::unique_ptr<LrSchedule> schedule_;
   std::string tokenizer_dir_;
   int64_t step_ = 0;
