@@ -1,10 +1,14 @@
 // The --nproc launcher with /bin/sh as the rank program: variables, first failure, signals.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "tests/models/tiny_model.h"
 #include "trainer/comm/local_launcher.h"
@@ -80,6 +84,107 @@ TEST(CommLauncherIntegrationTest, MissingProgramFails) {
   auto result = LaunchLocalRanks({"/nonexistent/allot-rank"}, options);
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(result->exit_code, 127);
+}
+
+// The attempt counter of a test: one line appended per start of rank 0.
+int Attempts(const std::string& file) {
+  std::istringstream in(Slurp(file));
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+// Rank 1 fails its first two starts; with two restarts the launch ends well. Catches: no restart,
+// a restart of only the failed rank (rank 0's count would stay 1), a result that forgets the
+// restarts or their causes.
+TEST(CommLauncherIntegrationTest, FailedLaunchIsStartedAgainUpToMaxRestarts) {
+  const std::string dir = models::testing::MakeTempDir("launcher_restart");
+  const std::string count = dir + "/attempts";
+  LaunchOptions options;
+  options.nproc = 2;
+  options.max_restarts = 2;
+  auto result = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 0 ]; then echo x >> " + count + "; exit 0; fi; sleep 0.2; " +
+         "n=$(wc -l < " + count + "); if [ \"$n\" -lt 3 ]; then exit 3; fi; exit 0"),
+      options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->exit_code, 0) << result->message;
+  EXPECT_EQ(Attempts(count), 3);
+  ASSERT_EQ(result->restarted.size(), 2u);
+  for (const LaunchResult& r : result->restarted) {
+    EXPECT_EQ(r.failed_rank, 1);
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE(r.message.find("rank 1 exited with status 3"), std::string::npos) << r.message;
+  }
+}
+
+// A rank that always fails: max_restarts + 1 starts, then the last failure is the launch's.
+// Catches: restarting forever, or one restart too many or too few.
+TEST(CommLauncherIntegrationTest, LaunchGivesUpAfterMaxRestarts) {
+  const std::string dir = models::testing::MakeTempDir("launcher_give_up");
+  const std::string count = dir + "/attempts";
+  LaunchOptions options;
+  options.nproc = 1;
+  options.max_restarts = 2;
+  auto result = LaunchLocalRanks(Sh("echo x >> " + count + "; kill -9 $$"), options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->exit_code, 128 + 9);
+  EXPECT_EQ(Attempts(count), 3);
+  EXPECT_EQ(result->restarted.size(), 2u);
+}
+
+// The restart policy gives the next command (allot adds --restarted) or refuses with a reason,
+// which ends the launch with the failure and the reason. Catches: the old command run again, or
+// a refusal that restarts anyway or hides why.
+TEST(CommLauncherIntegrationTest, RestartPolicyChoosesTheCommandOrRefuses) {
+  const std::string dir = models::testing::MakeTempDir("launcher_policy");
+  const std::string count = dir + "/attempts";
+  LaunchOptions options;
+  options.nproc = 2;
+  options.max_restarts = 3;
+  std::vector<int> asked;
+  options.restart = [&](const LaunchResult& failure,
+                        int restart) -> Result<std::vector<std::string>> {
+    asked.push_back(restart);
+    EXPECT_EQ(failure.exit_code, 4);
+    if (restart == 2) return NotFound("no verified checkpoint");
+    return Sh("echo \"$RANK restarted\" >> " + count + "; exit 4");
+  };
+  auto result = LaunchLocalRanks(Sh("echo \"$RANK first\" >> " + count + "; exit 4"), options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->exit_code, 4);
+  EXPECT_EQ(asked, (std::vector<int>{1, 2}));
+  EXPECT_EQ(result->restarted.size(), 1u);
+  EXPECT_NE(result->message.find("not restarted: no verified checkpoint"), std::string::npos)
+      << result->message;
+  const std::string starts = Slurp(count);
+  EXPECT_EQ(Attempts(count), 4) << starts;
+  EXPECT_NE(starts.find("0 restarted"), std::string::npos) << starts;
+  EXPECT_NE(starts.find("1 restarted"), std::string::npos) << starts;
+}
+
+// Ctrl-C or a scheduler's SIGTERM to the launcher stops the ranks for good. Catches: a launch
+// asked to stop that starts its ranks again.
+TEST(CommLauncherIntegrationTest, LauncherStoppedBySignalDoesNotRestart) {
+  const std::string dir = models::testing::MakeTempDir("launcher_stop");
+  const std::string count = dir + "/attempts";
+  LaunchOptions options;
+  options.nproc = 2;
+  options.max_restarts = 3;
+  std::thread stopper([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (Attempts(count) < 2 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(getpid(), SIGTERM);  // the launcher's handler forwards it to the ranks
+  });
+  auto result = LaunchLocalRanks(Sh("echo x >> " + count + "; exec sleep 30"), options);
+  stopper.join();
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->exit_code, 128 + SIGTERM);
+  EXPECT_TRUE(result->restarted.empty());
+  EXPECT_EQ(Attempts(count), 2);
 }
 
 }  // namespace

@@ -440,5 +440,44 @@ TEST_F(NprocCliIntegrationTest, SftTwoRanksEqualOneRank) {
   ExpectSameTraining(Compare(got, expected, initial), "allot sft --nproc 2 vs 1");
 }
 
+// --max-restarts needs a verified checkpoint to restart from: a run that fails before its first
+// one (no endpoint) is not started again, and the launcher says why. Catches: restarts that start
+// the run over (a second "starting run" into an existing directory, refused), or that resume
+// from nothing.
+TEST_F(NprocCliIntegrationTest, RestartNeedsAVerifiedCheckpoint) {
+  const std::string recipe = WriteRecipe(dir_, model_dir_, "http://127.0.0.1:1", 2);
+  Outcome out = Allot(
+      "train -c " + recipe + " --name no-ckpt --max-restarts 2 --set " + "grpo.sync_timeout_s=1",
+      dir_ + "/no-ckpt.log", 120);
+  EXPECT_NE(out.code, 0) << out.log;
+  EXPECT_NE(out.log.find("not restarted: no verified checkpoint in " + dir_ + "/runs/no-ckpt"),
+            std::string::npos)
+      << out.log;
+  EXPECT_EQ(Count(out.log, "restart 1 of 2"), 0) << out.log;
+  EXPECT_EQ(Count(out.log, "starting run 'no-ckpt'"), 1) << out.log;
+}
+
+// Under a launcher that is not allot's (SLURM, Kubernetes: WORLD_SIZE is set), restarts are the
+// scheduler's: asking for them is an error naming the option or the key. Catches: ranks that
+// each launch a world of their own.
+TEST_F(NprocCliIntegrationTest, RestartsRefusedInsideAnotherLaunchersWorld) {
+  const std::string recipe = WriteRecipe(dir_, model_dir_, "http://127.0.0.1:1", 2);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("RANK", "1", 1);
+  Outcome cli = Allot("train -c " + recipe + " --name ext --max-restarts 1", dir_ + "/ext.log", 60);
+  Outcome key = Allot("train -c " + recipe + " --name ext --set run.max_restarts=2",
+                      dir_ + "/ext-key.log", 60);
+  unsetenv("WORLD_SIZE");
+  unsetenv("RANK");
+  EXPECT_NE(cli.code, 0);
+  EXPECT_NE(cli.log.find("--max-restarts 1: this process is a rank of a world another launcher "
+                         "started"),
+            std::string::npos)
+      << cli.log;
+  EXPECT_NE(key.code, 0);
+  EXPECT_NE(key.log.find("run.max_restarts: 2: this process is a rank"), std::string::npos)
+      << key.log;
+}
+
 }  // namespace
 }  // namespace allot::trainer
