@@ -17,6 +17,7 @@ mount, ip netns and iptables or tc for a partition.
 """
 import argparse
 import atexit
+import ctypes
 import glob
 import hashlib
 import json
@@ -84,12 +85,32 @@ def on_signal(sig, _frame):
     sys.exit(128 + sig)
 
 
+def _child_setup():
+    # Its own process group (its children go with it), and killed if this script dies without
+    # its cleanup (ctest's timeout kills it with SIGKILL): PR_SET_PDEATHSIG.
+    os.setsid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def start(args, logfile, **kw):
-    """A process in its own process group (so its children go with it), logged to `logfile`."""
+    """A process of this scenario, logged to `logfile` (stopped at exit)."""
     out = open(logfile, "wb")
-    p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **kw)
+    p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_child_setup,
+                         **kw)
     _procs.append(p)
     return p
+
+
+def unmount_under(path):
+    """Mounts a killed earlier run of the suite left under `path` (its tmpfs)."""
+    path = os.path.abspath(path)
+    for line in slurp("/proc/mounts").splitlines():
+        mnt = line.split()[1] if len(line.split()) > 1 else ""
+        if mnt == path or mnt.startswith(path + "/"):
+            subprocess.run(["umount", "-l", mnt], check=False)
 
 
 def wait_for(pred, timeout, what, proc=None):
@@ -752,6 +773,7 @@ def main():
     if a.scenario == "baseline":
         work = a.work
     else:
+        unmount_under(work)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
     if a.scenario == "baseline":

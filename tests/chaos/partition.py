@@ -76,6 +76,11 @@ def sc_partition(a, work, c):
     if sh("ip", "netns", "add", probe, check=False).returncode != 0:
         raise c.Skip("cannot make network namespaces here")
     sh("ip", "netns", "del", probe, check=False)
+    # Namespaces of an earlier run of this scenario that was killed before its cleanup.
+    for line in sh("ip", "netns", "list", check=False).stdout.splitlines():
+        m = re.match(r"(chaos-(\d+)-\S+)", line)
+        if m and not os.path.exists(f"/proc/{m.group(2)}"):
+            sh("ip", "netns", "del", m.group(1), check=False)
     hosts = Hosts(c, ["learner-0", "worker-a", "worker-b", "endpoint"])
 
     def on(host, args):
