@@ -784,6 +784,7 @@ def main():
     t0 = time.time()
     try:
         if a.scenario == "partition":
+            sys.dont_write_bytecode = True  # no __pycache__ in the source tree
             from partition import sc_partition  # noqa: E402 (netns set-up lives apart)
             sc_partition(a, work, sys.modules[__name__])
         else:
