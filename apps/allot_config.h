@@ -35,11 +35,11 @@ namespace allot::apps {
 struct EnvSection {
   std::string name = "chain";
   envs::ChainMdpConfig chain;
-  envs::coger::CogerSettings coger;  // CogER's router env; endpoints, rewards, tools: the recipe's
+  envs::coger::CogerSection coger;  // CogER's router env; endpoints, rewards, tools: the recipe's
   envs::rlot::RlotEnvConfig rlot;  // RLoT's LLM logic blocks (dqn.distributed only)
-  envs::deeptool::DeepToolSettings deeptool;  // endpoints, rewards, tools: the recipe's
-  envs::r2::R2Settings r2;  // R2-Reasoner; the pool (endpoints), gpu, rewards: the recipe's
-  envs::atlas::AtlasSettings atlas;  // ATLAS (allot eval); endpoints, gpu: the recipe's
+  envs::deeptool::DeepToolSection deeptool;  // endpoints, rewards, tools: the recipe's
+  envs::r2::R2Section r2;  // R2-Reasoner; the pool (endpoints), gpu, rewards: the recipe's
+  envs::atlas::AtlasSection atlas;  // ATLAS (allot eval); endpoints, gpu: the recipe's
 
   void Describe(config::Visitor& v) {
     v.Field("name", name,

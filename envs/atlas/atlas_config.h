@@ -61,7 +61,8 @@ struct EffortTokens {
   }
 };
 
-struct AtlasSettings {
+// The recipe's env.atlas section; AtlasEnvConfig adds the other sections the env reads.
+struct AtlasSection {
   std::string orchestrator_endpoint = "orchestrator";
   // Endpoints an explore call may name, cheapest first: the first is the default solver, and
   // the multi-model variant starts there and escalates.
@@ -145,7 +146,7 @@ struct AtlasSettings {
 
 // What the env is built from: env.atlas plus the recipe's endpoint pool and GPU profile.
 struct AtlasEnvConfig {
-  AtlasSettings atlas;
+  AtlasSection atlas;
   std::vector<llm::EndpointConfig> endpoints;
   llm::GpuProfile gpu;
 

@@ -116,7 +116,7 @@ AtlasEnv::~AtlasEnv() = default;
 
 Result<std::unique_ptr<AtlasEnv>> AtlasEnv::Create(AtlasEnvConfig config,
                                                    std::shared_ptr<llm::Client> client) {
-  AtlasSettings& s = config.atlas;
+  AtlasSection& s = config.atlas;
   ALLOT_RETURN_IF_ERROR(ResolvePrompts(s.prompts));
   ALLOT_RETURN_IF_ERROR(
       rewards::ParseAnswerFormat(s.answer_format).status().Annotate("atlas.answer_format"));
@@ -162,7 +162,7 @@ std::string AtlasEnv::ConfigText() const {
 }
 
 Result<runtime::Trajectory> AtlasEnv::Run(const runtime::EpisodeInput& input) {
-  const AtlasSettings& s = config_.atlas;
+  const AtlasSection& s = config_.atlas;
   runtime::Trajectory traj;
   traj.policy_version = input.policy_version();
   const rewards::AnswerFormat default_format = *rewards::ParseAnswerFormat(s.answer_format);

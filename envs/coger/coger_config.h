@@ -121,7 +121,8 @@ struct LminConfig {
   }
 };
 
-struct CogerSettings {
+// The recipe's env.coger section; CogerEnvConfig adds the other sections the env reads.
+struct CogerSection {
   std::string router_endpoint = "router";  // the policy (GRPO + LoRA)
   int64_t router_max_tokens = 512;
   LevelModel l2{"medium", 0, 0.0};  // Think: medium model, chain of thought
@@ -152,7 +153,7 @@ struct CogerSettings {
 
 // What the env is built from: the recipe's sections that concern it.
 struct CogerEnvConfig {
-  CogerSettings coger;
+  CogerSection coger;
   std::vector<llm::EndpointConfig> endpoints;
   llm::GpuProfile gpu;
   rewards::RewardConfig rewards;

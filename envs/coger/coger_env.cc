@@ -189,7 +189,7 @@ LevelAnswer CogerEnv::AnswerAtLevel(runtime::Episode& ep, const std::string& que
                                     uint32_t step) const {
   LevelAnswer out;
   out.level = level;
-  const CogerSettings& s = config_.coger;
+  const CogerSection& s = config_.coger;
   if (level == 4) {
     // Delegate (Sec. 4.2): CoTool.
     out.endpoint = s.cotool.model.endpoint;
@@ -275,7 +275,7 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
     return traj;
   }
   runtime::Episode ep(client_.get(), config_.coger.limits, input);
-  const CogerSettings& s = config_.coger;
+  const CogerSection& s = config_.coger;
   runtime::Conversation conv(s.router_endpoint);
   auto finish = [&](const Status& st, FailureReason otherwise) {
     if (!st.ok()) traj.failure = runtime::Episode::FailureFrom(st, otherwise);

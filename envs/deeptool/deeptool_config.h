@@ -30,7 +30,8 @@ struct DeepToolPrompts {
   }
 };
 
-struct DeepToolSettings {
+// The recipe's env.deeptool section; DeepToolEnvConfig adds the other sections the env reads.
+struct DeepToolSection {
   std::string policy_endpoint = "policy";
   // stepwise: one policy step per episode after the ground-truth history (Sec. 2.3.1, Eq. 5),
   // the paper's RL instances; interleaved: think / code / observation steps until the answer
@@ -81,7 +82,7 @@ struct DeepToolSettings {
 // What the env is built from: the recipe's sections that concern it. rewards.terms may name
 // `action` (per-step, into Trajectory::step_rewards) and `accuracy` (the outcome).
 struct DeepToolEnvConfig {
-  DeepToolSettings deeptool;
+  DeepToolSection deeptool;
   std::vector<llm::EndpointConfig> endpoints;
   llm::GpuProfile gpu;
   rewards::RewardConfig rewards{.terms = {{"action", 1.0}, {"accuracy", 1.0}}};

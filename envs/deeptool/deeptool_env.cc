@@ -73,7 +73,7 @@ Result<std::unique_ptr<DeepToolEnv>> DeepToolEnv::Create(
     std::shared_ptr<tools::ToolRegistry> tools) {
   auto env = std::unique_ptr<DeepToolEnv>(new DeepToolEnv(std::move(config)));
   DeepToolEnvConfig& c = env->config_;
-  DeepToolSettings& s = c.deeptool;
+  DeepToolSection& s = c.deeptool;
   ALLOT_RETURN_IF_ERROR(ResolvePrompts(s.prompts));
   if (client == nullptr) {
     llm::ClientOptions options;
@@ -152,7 +152,7 @@ Result<runtime::Trajectory> DeepToolEnv::Run(const runtime::EpisodeInput& input)
     traj.failure = {FailureReason::kEnvError, item.status().ToString()};
     return traj;
   }
-  const DeepToolSettings& s = config_.deeptool;
+  const DeepToolSection& s = config_.deeptool;
   const rewards::ActionRewardConfig& tags = config_.rewards.action;
   runtime::Episode ep(client_.get(), s.limits, input);
   runtime::Conversation conv(s.policy_endpoint);

@@ -67,7 +67,8 @@ struct ReviewConfig {
   }
 };
 
-struct R2Settings {
+// The recipe's env.r2 section; R2EnvConfig adds the other sections the env reads.
+struct R2Section {
   // Both roles are served by this endpoint on one base model, in one conversation: the
   // allocator reads the decomposition it assigns. Each role samples from its own adapter when
   // the policy snapshot names one per role (the alternating learner trains two, Sec. 4.3), else
@@ -135,7 +136,7 @@ struct R2Settings {
 
 // What the env is built from: the recipe's sections that concern it.
 struct R2EnvConfig {
-  R2Settings r2;
+  R2Section r2;
   std::vector<llm::EndpointConfig> endpoints;
   llm::GpuProfile gpu;
   // Eq. 1: the binary final-correctness reward.

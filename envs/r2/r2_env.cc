@@ -153,7 +153,7 @@ Execution R2Env::Execute(runtime::Episode& ep, const std::string& question,
                          const std::vector<std::string>& subtasks,
                          const std::vector<Assignment>& allocation,
                          runtime::Conversation* record) const {
-  const R2Settings& s = config_.r2;
+  const R2Section& s = config_.r2;
   Execution out;
   auto fail = [&](const Status& st, FailureReason otherwise) {
     out.failure = runtime::Episode::FailureFrom(st, otherwise);
@@ -248,7 +248,7 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
     traj.failure = {FailureReason::kEnvError, item.status().ToString()};
     return traj;
   }
-  const R2Settings& s = config_.r2;
+  const R2Section& s = config_.r2;
   runtime::Episode ep(client_.get(), s.limits, input);
   runtime::Conversation conv(s.policy_endpoint);
   size_t decomposer_seg = SIZE_MAX, allocator_seg = SIZE_MAX;

@@ -94,7 +94,7 @@ Result<std::vector<float>> BaselineLogprobs(const R2Env& env, const std::string&
                                             const std::vector<std::string>& subtasks,
                                             size_t index,
                                             const std::vector<std::string>& results) {
-  const R2Settings& r2 = env.config().r2;
+  const R2Section& r2 = env.config().r2;
   // The earlier reference results when there are, else none.
   const std::vector<std::string> earlier =
       results.size() >= index ? std::vector<std::string>(results.begin(), results.begin() + index)

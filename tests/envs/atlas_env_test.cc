@@ -150,7 +150,7 @@ TEST_F(AtlasEnvTest, ExploresIndependentSolversThenAnswersItself) {
 }
 
 TEST_F(AtlasEnvTest, TheBudgetIsTheVariantsAndExploringPastItEndsWithoutAnAnswer) {
-  AtlasSettings s;
+  AtlasSection s;
   EXPECT_EQ(s.ExploreBudget(), 8);
   s.variant = "multi_model";
   EXPECT_EQ(s.ExploreBudget(), 20);
