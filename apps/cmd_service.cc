@@ -8,7 +8,7 @@
 #include "apps/env_catalog.h"
 #include "core/logging.h"
 #include "llm/serve/serve_command.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/malloc_tuning.h"
 #include "rollout/worker.h"
 

@@ -19,7 +19,7 @@
 #include "core/progress_bar.h"
 #include "core/run_plots.h"
 #include "datasets/jsonl_loader.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/grpo_trainer.h"
 

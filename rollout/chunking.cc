@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/sha256.h"
+#include "rollout/trajectory_convert.h"
 #include "rollout/validate.h"
 
 namespace allot::rollout {
@@ -122,14 +123,15 @@ Result<std::optional<v1::Trajectory>> TrajectoryAssembler::Add(v1::TrajectoryChu
   return std::optional<v1::Trajectory>(std::move(t));
 }
 
-std::vector<v1::PolicyChunk> ChunkPolicy(const PolicySnapshot& policy, size_t chunk_bytes) {
+std::vector<v1::PolicyChunk> ChunkPolicy(const envs::runtime::PolicySnapshot& policy,
+                                         size_t chunk_bytes) {
   const std::string digest = Sha256Raw(policy.bytes);
   const size_t n = policy.bytes.empty() ? 1 : (policy.bytes.size() + chunk_bytes - 1) / chunk_bytes;
   std::vector<v1::PolicyChunk> chunks(n);
   for (size_t i = 0; i < n; ++i) {
     v1::PolicyChunk& c = chunks[i];
     c.set_version(policy.version);
-    c.set_kind(policy.kind);
+    c.set_kind(ToProto(policy.kind));
     c.set_index(static_cast<uint32_t>(i));
     c.set_count(static_cast<uint32_t>(n));
     c.set_total_bytes(policy.bytes.size());
@@ -151,7 +153,8 @@ std::vector<v1::PolicyChunk> ChunkPolicy(const PolicySnapshot& policy, size_t ch
   return chunks;
 }
 
-Result<std::shared_ptr<const PolicySnapshot>> PolicyAssembler::Add(const v1::PolicyChunk& c) {
+Result<std::shared_ptr<const envs::runtime::PolicySnapshot>> PolicyAssembler::Add(
+    const v1::PolicyChunk& c) {
   Status valid = ValidatePolicyChunk(c, max_bytes_, chunk_limit_);
   if (!valid.ok()) {
     version_ = 0;
@@ -178,7 +181,7 @@ Result<std::shared_ptr<const PolicySnapshot>> PolicyAssembler::Add(const v1::Pol
   }
   bytes_.append(c.data());
   ++next_;
-  if (next_ < c.count()) return std::shared_ptr<const PolicySnapshot>();
+  if (next_ < c.count()) return std::shared_ptr<const envs::runtime::PolicySnapshot>();
   version_ = 0;
   if (bytes_.size() != c.total_bytes()) {
     return DataLoss("policy version " + std::to_string(c.version()) + ": " +
@@ -188,9 +191,9 @@ Result<std::shared_ptr<const PolicySnapshot>> PolicyAssembler::Add(const v1::Pol
   if (Sha256Raw(bytes_) != c.sha256()) {
     return DataLoss("policy version " + std::to_string(c.version()) + ": sha256 mismatch");
   }
-  auto snap = std::make_shared<PolicySnapshot>();
+  auto snap = std::make_shared<envs::runtime::PolicySnapshot>();
   snap->version = c.version();
-  snap->kind = c.kind();
+  snap->kind = FromProto(c.kind());
   snap->bytes = std::move(bytes_);
   snap->adapter_name = c.adapter_name();
   snap->adapter_uri = c.adapter_uri();
@@ -201,7 +204,7 @@ Result<std::shared_ptr<const PolicySnapshot>> PolicyAssembler::Add(const v1::Pol
                                    .adapter_uri = r.adapter_uri()});
   }
   bytes_.clear();
-  return std::shared_ptr<const PolicySnapshot>(std::move(snap));
+  return std::shared_ptr<const envs::runtime::PolicySnapshot>(std::move(snap));
 }
 
 }  // namespace allot::rollout

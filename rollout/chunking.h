@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "envs/runtime/env.h"
 #include "proto/allot/v1/rollout.pb.h"
-#include "rollout/env.h"
 
 namespace allot::rollout {
 
@@ -57,7 +57,8 @@ class TrajectoryAssembler {
 
 
 // The chunks of one policy update (a LoRA update is one chunk with no data).
-std::vector<v1::PolicyChunk> ChunkPolicy(const PolicySnapshot& policy, size_t chunk_bytes);
+std::vector<v1::PolicyChunk> ChunkPolicy(const envs::runtime::PolicySnapshot& policy,
+                                         size_t chunk_bytes);
 
 // Collects the chunks of policy updates, per stream. Not thread-safe.
 class PolicyAssembler {
@@ -67,7 +68,7 @@ class PolicyAssembler {
 
   // Returns the snapshot when `chunk` completes a verified update, null while incomplete, or
   // an error (bad field, out-of-order chunk, checksum mismatch) that discards the update.
-  Result<std::shared_ptr<const PolicySnapshot>> Add(const v1::PolicyChunk& chunk);
+  Result<std::shared_ptr<const envs::runtime::PolicySnapshot>> Add(const v1::PolicyChunk& chunk);
 
  private:
   int64_t max_bytes_;

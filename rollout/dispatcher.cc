@@ -370,16 +370,16 @@ Status Dispatcher::Submit(std::vector<v1::EpisodeRequest> requests) {
   return Status::Ok();
 }
 
-Status Dispatcher::PublishPolicy(PolicySnapshot policy) {
+Status Dispatcher::PublishPolicy(envs::runtime::PolicySnapshot policy) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t current = policy_ ? policy_->version : 0;
   if (policy.version <= current) {
     return InvalidArgument("policy version " + std::to_string(policy.version) +
                            " is not newer than " + std::to_string(current));
   }
-  if (policy.kind == v1::POLICY_KIND_UNSPECIFIED)
+  if (policy.kind == envs::runtime::PolicySnapshot::Kind::kNone)
     return InvalidArgument("policy kind: unspecified");
-  auto snap = std::make_shared<const PolicySnapshot>(std::move(policy));
+  auto snap = std::make_shared<const envs::runtime::PolicySnapshot>(std::move(policy));
   auto chunks = std::make_shared<const std::vector<v1::PolicyChunk>>(
       ChunkPolicy(*snap, static_cast<size_t>(config_.chunk_bytes)));
   for (const auto& c : *chunks) {

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "envs/runtime/env.h"
 #include "proto/allot/v1/rollout.grpc.pb.h"
 #include "rollout/config.h"
-#include "rollout/env.h"
 #include "rollout/episode_ledger.h"
 
 namespace allot::rollout {
@@ -75,7 +75,7 @@ class Dispatcher {
 
   // Makes `policy` current (its version must exceed the current one) and sends it to every
   // worker, now and on each reconnect.
-  Status PublishPolicy(PolicySnapshot policy);
+  Status PublishPolicy(envs::runtime::PolicySnapshot policy);
   uint64_t policy_version() const;
 
   // The next finished episode, or nullopt after `timeout`.
@@ -136,7 +136,7 @@ class Dispatcher {
   bool stopping_ = false;
   EpisodeLedger ledger_;
   std::vector<std::unique_ptr<Connection>> conns_;
-  std::shared_ptr<const PolicySnapshot> policy_;
+  std::shared_ptr<const envs::runtime::PolicySnapshot> policy_;
   std::shared_ptr<const std::vector<v1::PolicyChunk>> policy_chunks_;
   // The last options_.policy_history publications, oldest first.
   std::deque<std::pair<uint64_t, std::shared_ptr<const std::vector<v1::PolicyChunk>>>> recent_;

@@ -81,7 +81,7 @@ std::vector<FinishedEpisode> RolloutSession::NextGroup(std::chrono::milliseconds
   return dispatcher_->NextGroup(timeout);
 }
 
-Status RolloutSession::Publish(PolicySnapshot policy) {
+Status RolloutSession::Publish(envs::runtime::PolicySnapshot policy) {
   return dispatcher_->PublishPolicy(std::move(policy));
 }
 

@@ -21,7 +21,7 @@
 #include "core/status.h"
 #include "rollout/config.h"
 #include "rollout/dispatcher.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/worker.h"
 
 namespace allot::rollout {
@@ -67,7 +67,7 @@ class RolloutSession {
 
   // The next complete group, in group_index order; empty after `timeout`.
   std::vector<FinishedEpisode> NextGroup(std::chrono::milliseconds timeout);
-  Status Publish(PolicySnapshot policy);
+  Status Publish(envs::runtime::PolicySnapshot policy);
   uint64_t policy_version() const { return dispatcher_->policy_version(); }
   DispatcherStats stats() const { return dispatcher_->stats(); }
   std::string DescribeUnconnected() const { return dispatcher_->DescribeUnconnected(); }

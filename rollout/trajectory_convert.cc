@@ -207,35 +207,31 @@ rt::Trajectory FromProto(const v1::Trajectory& t) {
   return out;
 }
 
-std::shared_ptr<const rt::PolicySnapshot> ToRuntimePolicy(const PolicySnapshot& p) {
-  auto out = std::make_shared<rt::PolicySnapshot>();
-  out->version = p.version;
-  switch (p.kind) {
-    case v1::POLICY_KIND_QNET_WEIGHTS:
-      out->kind = rt::PolicySnapshot::Kind::kQnetWeights;
-      break;
-    case v1::POLICY_KIND_LORA_ADAPTER:
-      out->kind = rt::PolicySnapshot::Kind::kLoraAdapter;
-      break;
-    default:
-      out->kind = rt::PolicySnapshot::Kind::kNone;
+v1::PolicyKind ToProto(rt::PolicySnapshot::Kind kind) {
+  switch (kind) {
+    case rt::PolicySnapshot::Kind::kQnetWeights:
+      return v1::POLICY_KIND_QNET_WEIGHTS;
+    case rt::PolicySnapshot::Kind::kLoraAdapter:
+      return v1::POLICY_KIND_LORA_ADAPTER;
+    case rt::PolicySnapshot::Kind::kNone:
       break;
   }
-  out->bytes = p.bytes;
-  out->adapter_name = p.adapter_name;
-  out->adapter_uri = p.adapter_uri;
-  out->role_adapters = p.role_adapters;
-  return out;
+  return v1::POLICY_KIND_UNSPECIFIED;
 }
 
-rt::EpisodeInput ToEpisodeInput(const EpisodeContext& ctx,
-                                std::shared_ptr<const rt::PolicySnapshot> policy) {
+rt::PolicySnapshot::Kind FromProto(v1::PolicyKind kind) {
+  switch (kind) {
+    case v1::POLICY_KIND_QNET_WEIGHTS:
+      return rt::PolicySnapshot::Kind::kQnetWeights;
+    case v1::POLICY_KIND_LORA_ADAPTER:
+      return rt::PolicySnapshot::Kind::kLoraAdapter;
+    default:
+      return rt::PolicySnapshot::Kind::kNone;
+  }
+}
+
+rt::EpisodeInput ToEpisodeInput(const v1::EpisodeRequest& r) {
   rt::EpisodeInput in;
-  in.policy = std::move(policy);
-  in.deadline = ctx.deadline;
-  in.cancelled = ctx.cancelled;
-  if (ctx.request == nullptr) return in;
-  const v1::EpisodeRequest& r = *ctx.request;
   in.episode_id = r.episode_id();
   in.dataset_item = r.dataset_item();
   in.seed = r.seed();

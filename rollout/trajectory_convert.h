@@ -1,14 +1,12 @@
-// The rollout layer's side of the trajectory contract: envs return plain C++ trajectories
-// (envs/runtime/trajectory.h); the worker converts them to the wire message here, and builds
-// the env's plain EpisodeInput from the request. Envs never see gRPC types.
+// The rollout layer's side of the env contract: envs (envs/runtime/env.h) take a plain
+// EpisodeInput and return a plain trajectory (envs/runtime/trajectory.h); the worker builds the
+// input from the episode request and converts the trajectory to the wire message here. Envs
+// never see gRPC types.
 #pragma once
-
-#include <memory>
 
 #include "envs/runtime/env.h"
 #include "envs/runtime/trajectory.h"
 #include "proto/allot/v1/rollout.pb.h"
-#include "rollout/env.h"
 
 namespace allot::rollout {
 
@@ -22,13 +20,12 @@ v1::SegmentRole ToProto(envs::runtime::SegmentRole role);
 v1::FailureReason ToProto(envs::runtime::FailureReason reason);
 envs::runtime::FailureReason FromProto(v1::FailureReason reason);
 
-// The env's view of an episode request (sampling, seed, group, deadline, cancellation, policy).
-// `ctx` must outlive the returned input (the cancellation flag is borrowed); `policy` is
-// ctx.policy converted (ToRuntimePolicy), or null.
-envs::runtime::EpisodeInput ToEpisodeInput(
-    const EpisodeContext& ctx, std::shared_ptr<const envs::runtime::PolicySnapshot> policy);
+// The env's view of an episode request: id, dataset item, sampling, seed, group and the
+// exploration rate. The host sets the rest (policy, deadline, cancellation flag).
+envs::runtime::EpisodeInput ToEpisodeInput(const v1::EpisodeRequest& request);
 
-// The policy snapshot in plain types (shares nothing with `p`: the bytes are copied).
-std::shared_ptr<const envs::runtime::PolicySnapshot> ToRuntimePolicy(const PolicySnapshot& p);
+// The policy kind on the wire and back (an unknown or unspecified kind is kNone).
+v1::PolicyKind ToProto(envs::runtime::PolicySnapshot::Kind kind);
+envs::runtime::PolicySnapshot::Kind FromProto(v1::PolicyKind kind);
 
 }  // namespace allot::rollout

@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 #include "rollout/config.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/worker_service.h"
 
 namespace httplib {

@@ -9,6 +9,7 @@
 
 #include "rollout/chunking.h"
 #include "rollout/security.h"
+#include "rollout/trajectory_convert.h"
 #include "rollout/validate.h"
 
 namespace allot::rollout {
@@ -59,7 +60,7 @@ void WorkerService::Shutdown() {
   threads_.clear();
 }
 
-std::shared_ptr<const PolicySnapshot> WorkerService::policy() const {
+std::shared_ptr<const envs::runtime::PolicySnapshot> WorkerService::policy() const {
   std::lock_guard<std::mutex> lock(mu_);
   return policy_;
 }
@@ -290,7 +291,7 @@ v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
   }
   auto env = envs_.Get(req.env(), req.env_config());
   v1::Trajectory t;
-  std::shared_ptr<const PolicySnapshot> snapshot;
+  std::shared_ptr<const envs::runtime::PolicySnapshot> snapshot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto held = held_.find(req.policy_version());
@@ -299,16 +300,15 @@ v1::Trajectory WorkerService::RunOne(const std::string& id, const Episode& ep,
   if (!env.ok()) {
     t = FailedTrajectory(req, v1::FAILURE_REASON_ENV_ERROR, env.status().ToString());
   } else {
-    EpisodeContext ctx;
-    ctx.request = &req;
-    ctx.policy = snapshot;
-    ctx.deadline = deadline;
-    ctx.cancelled = ep.cancelled.get();
-    Result<v1::Trajectory> result = (*env)->RunEpisode(ctx);
+    envs::runtime::EpisodeInput input = ToEpisodeInput(req);
+    input.policy = snapshot;
+    input.deadline = deadline;
+    input.cancelled = ep.cancelled.get();
+    Result<envs::runtime::Trajectory> result = (*env)->Run(input);
     if (!result.ok()) {
       t = FailedTrajectory(req, v1::FAILURE_REASON_ENV_ERROR, result.status().ToString());
     } else {
-      t = std::move(result).value();
+      t = ToProto(*result);
     }
   }
   t.set_episode_id(id);
@@ -477,7 +477,7 @@ grpc::Status WorkerService::Rollout(
   v1::LearnerMessage msg;
   while (stream->Read(&msg)) {
     Status valid = ValidateLearnerMessage(msg);
-    std::shared_ptr<const PolicySnapshot> completed;
+    std::shared_ptr<const envs::runtime::PolicySnapshot> completed;
     Status policy_status;
     if (valid.ok() && msg.has_policy()) {
       auto added = policy_parts.Add(msg.policy());

@@ -23,7 +23,7 @@
 
 #include "proto/allot/v1/rollout.grpc.pb.h"
 #include "rollout/config.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/metrics.h"
 
 namespace allot::rollout {
@@ -53,7 +53,7 @@ class WorkerService final : public v1::RolloutWorker::Service {
   // Ends the active stream and stops the episode threads (in-flight results are dropped).
   void Shutdown();
 
-  std::shared_ptr<const PolicySnapshot> policy() const;
+  std::shared_ptr<const envs::runtime::PolicySnapshot> policy() const;
   std::string RenderMetrics();
   const std::string& worker_id() const { return worker_id_; }
 
@@ -120,12 +120,12 @@ class WorkerService final : public v1::RolloutWorker::Service {
   uint64_t session_ = 0;  // the active stream's number (0: none)
   uint64_t sessions_opened_ = 0;
   grpc::ServerContext* session_ctx_ = nullptr;
-  std::shared_ptr<const PolicySnapshot> policy_;  // the newest
+  std::shared_ptr<const envs::runtime::PolicySnapshot> policy_;  // the newest
   // The last kHeldPolicies versions received, by version: an episode whose request names one of
   // them samples it (a learner that pins episodes to a version, grpo.async), any other the
   // newest.
   static constexpr size_t kHeldPolicies = 66;  // grpo.async.max_lag's bound (64) + 2
-  std::map<uint64_t, std::shared_ptr<const PolicySnapshot>> held_;
+  std::map<uint64_t, std::shared_ptr<const envs::runtime::PolicySnapshot>> held_;
   std::vector<std::thread> threads_;
 };
 

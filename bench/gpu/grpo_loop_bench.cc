@@ -38,7 +38,7 @@
 #include "core/metrics_writer.h"
 #include "core/status.h"
 #include "models/tokenizer/byte_tokenizer.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "tests/trainer/tag_env.h"
 #include "trainer/grpo/grpo_trainer.h"
 

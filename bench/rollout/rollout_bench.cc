@@ -10,7 +10,8 @@
 //
 // Targets: >= 50k small trajectories/s, >= 1 GB/s for large ones, re-dispatch < 2 s.
 // The workers run a "blob" env that returns a prebuilt trajectory, so the figures measure the
-// transport, chunking, validation and ledger, not an env.
+// worker's conversion to the wire message, the transport, chunking, validation and ledger, not
+// an env.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -44,34 +45,33 @@ struct BlobConfig {
 };
 
 // Returns a fixed trajectory: a short masked prompt and a trainable segment of `tokens` ids.
-class BlobEnv : public Env {
+class BlobEnv : public envs::runtime::Env {
  public:
   explicit BlobEnv(const BlobConfig& cfg) {
-    auto* prompt = proto_.add_segments();
-    prompt->set_role(v1::SEGMENT_ROLE_PROMPT);
-    for (int i = 0; i < 16; ++i) prompt->add_ids(static_cast<uint32_t>(1000 + i));
-    auto* policy = proto_.add_segments();
-    policy->set_role(v1::SEGMENT_ROLE_POLICY);
-    policy->set_trainable(true);
+    envs::runtime::Segment prompt;
+    prompt.role = envs::runtime::SegmentRole::kPrompt;
+    for (int i = 0; i < 16; ++i) prompt.ids.push_back(1000 + i);
+    envs::runtime::Segment policy;
+    policy.role = envs::runtime::SegmentRole::kPolicy;
+    policy.trainable = true;
     for (int i = 0; i < cfg.tokens; ++i) {
-      policy->add_ids(static_cast<uint32_t>((i * 7919) % 151000));
-      policy->add_logprobs(-0.01f * static_cast<float>(i % 100));
+      policy.ids.push_back((i * 7919) % 151000);
+      policy.logprobs.push_back(-0.01f * static_cast<float>(i % 100));
     }
-    auto* r = proto_.add_rewards();
-    r->set_name("accuracy");
-    r->set_value(1.0);
-    proto_.set_reward(1.0);
-    proto_.mutable_accounting()->set_completion_tokens(static_cast<uint64_t>(cfg.tokens));
+    trajectory_.segments = {std::move(prompt), std::move(policy)};
+    trajectory_.SetReward("accuracy", 1.0);
+    trajectory_.reward = 1.0;
+    trajectory_.usage.total.completion_tokens = cfg.tokens;
   }
-  Result<v1::Trajectory> RunEpisode(const EpisodeContext& ctx) override {
-    if (ctx.request->dataset_item() == "sleep") {
-      while (!ctx.Cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Result<envs::runtime::Trajectory> Run(const envs::runtime::EpisodeInput& in) override {
+    if (in.dataset_item == "sleep") {
+      while (!in.Cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    return proto_;
+    return trajectory_;
   }
 
  private:
-  v1::Trajectory proto_;
+  envs::runtime::Trajectory trajectory_;
 };
 
 int RunWorker(const char* yaml) {
@@ -79,14 +79,15 @@ int RunWorker(const char* yaml) {
   WorkerConfig cfg;
   Status s = node.ok() ? config::Load(*node, cfg) : node.status();
   EnvRegistry registry;
-  registry.Register("blob", [](const std::string& text) -> Result<std::unique_ptr<Env>> {
-    BlobConfig c;
-    if (!text.empty()) {
-      ALLOT_ASSIGN_OR_RETURN(auto n, config::ParseYaml(text, "<env_config>"));
-      ALLOT_RETURN_IF_ERROR(config::Load(n, c));
-    }
-    return std::unique_ptr<Env>(new BlobEnv(c));
-  });
+  registry.Register("blob",
+                    [](const std::string& text) -> Result<std::unique_ptr<envs::runtime::Env>> {
+                      BlobConfig c;
+                      if (!text.empty()) {
+                        ALLOT_ASSIGN_OR_RETURN(auto n, config::ParseYaml(text, "<env_config>"));
+                        ALLOT_RETURN_IF_ERROR(config::Load(n, c));
+                      }
+                      return std::unique_ptr<envs::runtime::Env>(new BlobEnv(c));
+                    });
   if (s.ok()) s = RunRolloutWorker(cfg, registry);
   if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
   return s.ok() ? 0 : 1;

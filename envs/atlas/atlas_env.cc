@@ -401,7 +401,7 @@ Result<runtime::Trajectory> AtlasEnv::Run(const runtime::EpisodeInput& input) {
 }
 
 void RegisterAtlasEnv(runtime::EnvRegistrar& registrar) {
-  registrar.RegisterRuntimeEnv(
+  registrar.Register(
       "atlas", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
         ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<AtlasEnv> env, AtlasEnv::FromConfigText(env_config));
         return std::unique_ptr<runtime::Env>(std::move(env));

@@ -380,7 +380,7 @@ Result<runtime::Trajectory> CogerEnv::Run(const runtime::EpisodeInput& input) {
 }
 
 void RegisterCogerEnv(runtime::EnvRegistrar& registry) {
-  registry.RegisterRuntimeEnv(
+  registry.Register(
       "coger", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
         ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<CogerEnv> env, CogerEnv::FromConfigText(env_config));
         return std::unique_ptr<runtime::Env>(std::move(env));

@@ -335,12 +335,12 @@ Result<runtime::Trajectory> DeepToolEnv::Run(const runtime::EpisodeInput& input)
 }
 
 void RegisterDeepToolEnv(runtime::EnvRegistrar& registry) {
-  registry.RegisterRuntimeEnv(
-      "deeptool", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
-        ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<DeepToolEnv> env,
-                               DeepToolEnv::FromConfigText(env_config));
-        return std::unique_ptr<runtime::Env>(std::move(env));
-      });
+  registry.Register("deeptool",
+                    [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
+                      ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<DeepToolEnv> env,
+                                             DeepToolEnv::FromConfigText(env_config));
+                      return std::unique_ptr<runtime::Env>(std::move(env));
+                    });
 }
 
 }  // namespace allot::envs::deeptool

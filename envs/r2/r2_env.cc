@@ -390,7 +390,7 @@ Result<runtime::Trajectory> R2Env::Run(const runtime::EpisodeInput& input) {
 }
 
 void RegisterR2Env(runtime::EnvRegistrar& registry) {
-  registry.RegisterRuntimeEnv(
+  registry.Register(
       "r2", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
         ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<R2Env> env, R2Env::FromConfigText(env_config));
         return std::unique_ptr<runtime::Env>(std::move(env));

@@ -535,7 +535,7 @@ Result<runtime::Trajectory> RlotEnv::RunChainOfThought(const runtime::EpisodeInp
 }
 
 void RegisterRlotEnv(runtime::EnvRegistrar& registrar) {
-  registrar.RegisterRuntimeEnv(
+  registrar.Register(
       "rlot", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
         RlotEnvConfig config;
         if (!env_config.empty()) {

@@ -1,6 +1,7 @@
-// The env interface in plain C++ types (no gRPC): one env runs in-process (allot eval,
-// single-process training) and inside a rollout worker, whose rollout layer adapts it
-// (rollout/runtime_env_adapter.h).
+// The one env interface, in plain C++ types (no gRPC): an env runs in-process (allot eval,
+// single-process training) and inside a rollout worker, which builds the EpisodeInput from the
+// episode request and converts the returned Trajectory to the wire message
+// (rollout/trajectory_convert.h).
 #pragma once
 
 #include <atomic>
@@ -87,12 +88,13 @@ class Env {
 // Builds an env from its config text (YAML or JSON).
 using EnvFactory = std::function<Result<std::unique_ptr<Env>>(const std::string& env_config)>;
 
-// Where envs register: the rollout worker's registry implements it, and so can an in-process
-// host, so that an env's Register function needs no rollout header.
+// Where envs register: the rollout worker's registry (rollout/env_registry.h) implements it, and
+// so can an in-process host, so that an env's Register function needs no rollout header.
 class EnvRegistrar {
  public:
   virtual ~EnvRegistrar() = default;
-  virtual void RegisterRuntimeEnv(const std::string& name, EnvFactory factory) = 0;
+  // Replaces an existing factory of the same name.
+  virtual void Register(const std::string& name, EnvFactory factory) = 0;
 };
 
 }  // namespace allot::envs::runtime

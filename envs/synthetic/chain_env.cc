@@ -98,7 +98,7 @@ Result<runtime::Trajectory> ChainEnv::Run(const runtime::EpisodeInput& input) {
 }
 
 void RegisterChainEnv(runtime::EnvRegistrar& registry) {
-  registry.RegisterRuntimeEnv(
+  registry.Register(
       "chain", [](const std::string& env_config) -> Result<std::unique_ptr<runtime::Env>> {
         ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<ChainEnv> env, ChainEnv::Create(env_config));
         return std::unique_ptr<runtime::Env>(std::move(env));

@@ -12,7 +12,7 @@
 #include "envs/atlas/atlas_env.h"
 #include "llm/serve/server.h"
 #include "rollout/dispatcher.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/validate.h"
 #include "rollout/worker.h"
 #include "tests/llm/serve/serve_fixture.h"
@@ -78,9 +78,9 @@ TEST(AtlasServeIntegrationTest, OrchestratorEpisodesThroughAWorkerAgainstAllotSe
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_TRUE((*d)->AddWorker((*worker)->address()).ok());
   ASSERT_TRUE((*d)->WaitForWorkers(1, 10s));
-  rollout::PolicySnapshot policy;
+  runtime::PolicySnapshot policy;
   policy.version = 2;
-  policy.kind = v1::POLICY_KIND_LORA_ADAPTER;
+  policy.kind = runtime::PolicySnapshot::Kind::kLoraAdapter;
   policy.adapter_name = "orchestrator-v2";
   policy.adapter_uri = adapter;
   Status published = (*d)->PublishPolicy(policy);

@@ -9,7 +9,7 @@
 #include "llm/client.h"
 #include "llm/serve/server.h"
 #include "rollout/dispatcher.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/validate.h"
 #include "rollout/worker.h"
 #include "tests/llm/serve/serve_fixture.h"

@@ -10,7 +10,7 @@
 #include "envs/deeptool/deeptool_env.h"
 #include "llm/serve/server.h"
 #include "rollout/dispatcher.h"
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 #include "rollout/validate.h"
 #include "rollout/worker.h"
 #include "tests/llm/serve/serve_fixture.h"

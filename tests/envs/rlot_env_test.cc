@@ -892,7 +892,7 @@ TEST(RlotEnvTest, AWorkerResolvesApiKeysFromItsOwnEnvironment) {
   EXPECT_EQ(env_config.find(kKey), std::string::npos);
 
   struct Capture : runtime::EnvRegistrar {
-    void RegisterRuntimeEnv(const std::string& name, runtime::EnvFactory f) override {
+    void Register(const std::string& name, runtime::EnvFactory f) override {
       EXPECT_EQ(name, "rlot");
       factory = std::move(f);
     }

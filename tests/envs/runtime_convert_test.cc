@@ -1,13 +1,12 @@
 // The trajectory contract across hosts: a plain runtime trajectory converts to the wire
-// message and back, the wire validator checks the per-step fields, and a plain-C++ env runs
-// behind the rollout registry's adapter with the request's fields.
+// message and back, the wire validator checks the per-step fields, and an env built by the
+// rollout registry runs on the input the worker builds from the request.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
 
-#include "rollout/env.h"
-#include "rollout/runtime_env_adapter.h"
+#include "rollout/env_registry.h"
 #include "rollout/trajectory_convert.h"
 #include "rollout/validate.h"
 
@@ -101,7 +100,7 @@ TEST(RuntimeConvertTest, BadIdsAndOversizedInfoNeverWrapSilently) {
   EXPECT_FALSE(rollout::ValidateTrajectory(p).ok()) << "a negative id must not become a valid id";
 }
 
-// Echoes what it was given, to check the adapter's request mapping.
+// Echoes what it was given, to check the request mapping.
 class EchoInputEnv : public Env {
  public:
   Result<Trajectory> Run(const EpisodeInput& in) override {
@@ -109,7 +108,9 @@ class EchoInputEnv : public Env {
     t.info["item"] = in.dataset_item;
     t.info["temperature"] = std::to_string(in.sampling.temperature);
     t.info["seed"] = std::to_string(in.seed);
-    t.info["group"] = in.group_id + "/" + std::to_string(in.group_index);
+    t.info["group"] =
+        in.group_id + "/" + std::to_string(in.group_index) + "/" + std::to_string(in.group_size);
+    t.info["epsilon"] = in.sampling.epsilon ? std::to_string(*in.sampling.epsilon) : "none";
     t.info["policy"] =
         in.policy ? std::to_string(in.policy->version) + ":" + in.policy->adapter_name +
                         (in.policy->kind == PolicySnapshot::Kind::kLoraAdapter ? ":lora" : ":other")
@@ -121,9 +122,9 @@ class EchoInputEnv : public Env {
   }
 };
 
-TEST(RuntimeConvertTest, RegistryRunsPlainEnvsBehindTheAdapter) {
+TEST(RuntimeConvertTest, RegistryBuildsEnvsThatRunOnTheRequestsInput) {
   rollout::EnvRegistry registry;
-  registry.RegisterRuntimeEnv("echo_input", [](const std::string&) -> Result<std::unique_ptr<Env>> {
+  registry.Register("echo_input", [](const std::string&) -> Result<std::unique_ptr<Env>> {
     return std::unique_ptr<Env>(new EchoInputEnv());
   });
   ASSERT_TRUE(registry.Has("echo_input"));
@@ -136,24 +137,34 @@ TEST(RuntimeConvertTest, RegistryRunsPlainEnvsBehindTheAdapter) {
   req.set_seed(11);
   req.set_group_id("g");
   req.set_group_index(3);
-  auto policy = std::make_shared<rollout::PolicySnapshot>();
+  req.set_group_size(4);
+  req.set_epsilon(0.25);
+  auto policy = std::make_shared<PolicySnapshot>();
   policy->version = 6;
-  policy->kind = v1::POLICY_KIND_LORA_ADAPTER;
+  policy->kind = PolicySnapshot::Kind::kLoraAdapter;
   policy->adapter_name = "router-v6";
   std::atomic<bool> cancelled{false};
-  rollout::EpisodeContext ctx;
-  ctx.request = &req;
-  ctx.policy = policy;
-  ctx.cancelled = &cancelled;
-  auto t = (*env)->RunEpisode(ctx);
-  ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->info().at("item"), R"({"question":"q"})");
-  EXPECT_EQ(t->info().at("temperature"), std::to_string(0.5));
-  EXPECT_EQ(t->info().at("seed"), "11");
-  EXPECT_EQ(t->info().at("group"), "g/3");
-  EXPECT_EQ(t->info().at("policy"), "6:router-v6:lora");
-  EXPECT_EQ(t->info().at("cancelled"), "0");
-  EXPECT_EQ(t->reward(), 1.0);
+  // As the worker does: the request's fields, then the host's policy and cancellation flag.
+  EpisodeInput input = rollout::ToEpisodeInput(req);
+  input.policy = policy;
+  input.cancelled = &cancelled;
+  auto run = (*env)->Run(input);
+  ASSERT_TRUE(run.ok());
+  const v1::Trajectory t = rollout::ToProto(*run);
+  EXPECT_EQ(t.info().at("item"), R"({"question":"q"})");
+  EXPECT_EQ(t.info().at("temperature"), std::to_string(0.5));
+  EXPECT_EQ(t.info().at("seed"), "11");
+  EXPECT_EQ(t.info().at("group"), "g/3/4");
+  EXPECT_EQ(t.info().at("epsilon"), std::to_string(0.25));
+  EXPECT_EQ(t.info().at("policy"), "6:router-v6:lora");
+  EXPECT_EQ(t.info().at("cancelled"), "0");
+  cancelled = true;
+  EXPECT_EQ((*env)->Run(input)->info.at("cancelled"), "1");
+  EXPECT_EQ(t.reward(), 1.0);
+
+  // A request without an exploration rate leaves the navigator's own.
+  req.clear_epsilon();
+  EXPECT_FALSE(rollout::ToEpisodeInput(req).sampling.epsilon.has_value());
 }
 
 }  // namespace

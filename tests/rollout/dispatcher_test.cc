@@ -16,6 +16,7 @@ namespace allot::rollout {
 namespace {
 
 using namespace std::chrono_literals;
+using envs::runtime::PolicySnapshot;
 using testing::Collect;
 using testing::EchoRequest;
 using testing::EchoRequests;
@@ -135,7 +136,7 @@ TEST_F(DispatcherTest, PolicyWeightsArriveInChunksAndSwapBetweenEpisodes) {
   auto d = MakeDispatcher();
   PolicySnapshot p;
   p.version = 3;
-  p.kind = v1::POLICY_KIND_QNET_WEIGHTS;
+  p.kind = PolicySnapshot::Kind::kQnetWeights;
   p.bytes = std::string(3 * 1024 * 1024 + 17, 'q');  // four chunks of 1 MiB
   ASSERT_TRUE(d->PublishPolicy(p).ok());
   EXPECT_FALSE(d->PublishPolicy(p).ok());  // not newer
@@ -157,7 +158,7 @@ class StalenessTest : public DispatcherTest {
   std::vector<FinishedEpisode> RunStale() {
     WorkerServer* w = AddWorker(8, 8);
     auto d = MakeDispatcher({}, /*max_policy_lag=*/0);
-    PolicySnapshot p{.version = 1, .kind = v1::POLICY_KIND_QNET_WEIGHTS, .bytes = "v1"};
+    PolicySnapshot p{.version = 1, .kind = PolicySnapshot::Kind::kQnetWeights, .bytes = "v1"};
     EXPECT_TRUE(d->PublishPolicy(p).ok());
     for (int i = 0; i < 500 && !w->service().policy(); ++i) std::this_thread::sleep_for(5ms);
     EXPECT_TRUE(d->Submit(EchoRequests("s", 4, "{delay_ms: 300}")).ok());
@@ -190,7 +191,7 @@ TEST_F(StalenessTest, DiscardReRunsUnderTheNewPolicy) {
 TEST_F(DispatcherTest, PinnedEpisodesSampleTheirVersion) {
   auto d = Dispatcher::Create(DispatcherConfig{}, {.policy_history = 2});
   ASSERT_TRUE(d.ok());
-  PolicySnapshot p{.version = 1, .kind = v1::POLICY_KIND_QNET_WEIGHTS, .bytes = "v1"};
+  PolicySnapshot p{.version = 1, .kind = PolicySnapshot::Kind::kQnetWeights, .bytes = "v1"};
   ASSERT_TRUE((*d)->PublishPolicy(p).ok());
   p.version = 2;
   p.bytes = "v2-longer";

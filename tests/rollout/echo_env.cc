@@ -21,54 +21,49 @@ struct EchoConfig {
   }
 };
 
-class EchoEnv : public Env {
+namespace rt = envs::runtime;
+
+class EchoEnv : public rt::Env {
  public:
   explicit EchoEnv(EchoConfig cfg) : cfg_(cfg) {}
 
-  Result<v1::Trajectory> RunEpisode(const EpisodeContext& ctx) override {
-    const v1::EpisodeRequest& req = *ctx.request;
+  Result<rt::Trajectory> Run(const rt::EpisodeInput& in) override {
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.delay_ms);
-    while (std::chrono::steady_clock::now() < until && !ctx.Cancelled()) {
+    while (std::chrono::steady_clock::now() < until && !in.Cancelled()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     if (cfg_.fail) return Unavailable("echo: configured to fail");
-    v1::Trajectory t;
-    v1::TokenSegment* prompt = t.add_segments();
-    prompt->set_role(v1::SEGMENT_ROLE_PROMPT);
-    for (unsigned char c : req.dataset_item()) prompt->add_ids(c);
-    v1::TokenSegment* policy = t.add_segments();
-    policy->set_role(v1::SEGMENT_ROLE_POLICY);
-    policy->set_trainable(true);
-    policy->set_source("echo");
+    rt::Trajectory t;
+    rt::Segment prompt;
+    prompt.role = rt::SegmentRole::kPrompt;
+    for (unsigned char c : in.dataset_item) prompt.ids.push_back(c);
+    t.segments.push_back(std::move(prompt));
+    rt::Segment policy;
+    policy.role = rt::SegmentRole::kPolicy;
+    policy.trainable = true;
+    policy.source = "echo";
     for (int i = 0; i < cfg_.tokens; ++i) {
-      policy->add_ids(EchoToken(req.episode_id(), i));
-      policy->add_logprobs(-0.125f);
+      policy.ids.push_back(EchoToken(in.episode_id, i));
+      policy.logprobs.push_back(-0.125f);
     }
-    v1::Transition* tr = t.add_transitions();
-    tr->add_state(static_cast<float>(req.dataset_item().size()));
-    tr->add_state(static_cast<float>(req.attempt()));
-    tr->set_action(req.group_index() % 4);
-    tr->set_num_actions(4);
-    tr->set_reward(1.0f);
-    tr->set_done(true);
-    auto* format = t.add_rewards();
-    format->set_name("format");
-    format->set_value(1.0);
-    auto* accuracy = t.add_rewards();
-    accuracy->set_name("accuracy");
-    accuracy->set_value(req.dataset_item().size() % 2 == 0 ? 1.0 : 0.0);
-    t.set_reward(format->value() + accuracy->value());
-    v1::Accounting* a = t.mutable_accounting();
-    a->set_prompt_tokens(req.dataset_item().size());
-    a->set_completion_tokens(static_cast<uint64_t>(cfg_.tokens));
-    a->set_llm_calls(1);
-    v1::EndpointUsage* e = a->add_endpoints();
-    e->set_endpoint("echo");
-    e->set_calls(1);
-    e->set_latency_ms(cfg_.delay_ms);
-    if (ctx.policy != nullptr) {
-      (*t.mutable_info())["policy_bytes"] = std::to_string(ctx.policy->bytes.size());
-    }
+    t.segments.push_back(std::move(policy));
+    rt::Transition tr;
+    tr.state = {static_cast<float>(in.dataset_item.size()), static_cast<float>(in.group_size)};
+    tr.action = in.group_index % 4;
+    tr.num_actions = 4;
+    tr.reward = 1.0f;
+    tr.done = true;
+    t.transitions.push_back(std::move(tr));
+    const double accuracy = in.dataset_item.size() % 2 == 0 ? 1.0 : 0.0;
+    t.rewards = {{"format", 1.0}, {"accuracy", accuracy}};
+    t.reward = 1.0 + accuracy;
+    t.usage.total.prompt_tokens = static_cast<int64_t>(in.dataset_item.size());
+    t.usage.total.completion_tokens = cfg_.tokens;
+    t.usage.total.calls = 1;
+    llm::UsageTotals& e = t.usage.by_endpoint["echo"];
+    e.calls = 1;
+    e.latency_s = cfg_.delay_ms / 1000.0;
+    if (in.policy != nullptr) t.info["policy_bytes"] = std::to_string(in.policy->bytes.size());
     return t;
   }
 
@@ -83,14 +78,14 @@ uint32_t EchoToken(const std::string& episode_id, int i) {
       (std::hash<std::string>{}(episode_id) + static_cast<size_t>(i) * 31) % 151000);
 }
 
-void RegisterEchoEnv(EnvRegistry& registry) {
-  registry.Register("echo", [](const std::string& text) -> Result<std::unique_ptr<Env>> {
+void RegisterEchoEnv(rt::EnvRegistrar& registry) {
+  registry.Register("echo", [](const std::string& text) -> Result<std::unique_ptr<rt::Env>> {
     EchoConfig cfg;
     if (!text.empty()) {
       ALLOT_ASSIGN_OR_RETURN(config::ConfigNode node, config::ParseYaml(text, "<env_config>"));
       ALLOT_RETURN_IF_ERROR(config::Load(node, cfg));
     }
-    return std::unique_ptr<Env>(new EchoEnv(cfg));
+    return std::unique_ptr<rt::Env>(new EchoEnv(cfg));
   });
 }
 

@@ -1,8 +1,11 @@
 // Test-only envs for the rollout tests: "echo" produces a deterministic trajectory from the
-// request (token segments, a transition, reward components, accounting), optionally slowly.
+// episode input (token segments, a transition, reward components, usage), optionally slowly.
 #pragma once
 
-#include "rollout/env.h"
+#include <cstdint>
+#include <string>
+
+#include "envs/runtime/env.h"
 
 namespace allot::rollout::testing {
 
@@ -10,7 +13,7 @@ namespace allot::rollout::testing {
 //  delay_ms  wall time of an episode (sleeps in slices, honouring cancellation)
 //  tokens    length of the trainable segment
 //  fail      return a non-OK Status (the worker turns it into an ENV_ERROR trajectory)
-void RegisterEchoEnv(EnvRegistry& registry);
+void RegisterEchoEnv(envs::runtime::EnvRegistrar& registry);
 
 // The policy segment "echo" produces for an episode id: deterministic, for assertions.
 uint32_t EchoToken(const std::string& episode_id, int i);

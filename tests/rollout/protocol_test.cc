@@ -11,6 +11,7 @@
 namespace allot::rollout {
 namespace {
 
+using envs::runtime::PolicySnapshot;
 using testing::EchoRequest;
 
 v1::Trajectory LongTrajectory(const std::string& id, int tokens) {
@@ -172,7 +173,7 @@ TEST(ChunkingTest, RejectsOutOfOrderAndOversizedParts) {
 TEST(ChunkingTest, PolicyRoundTripAndChecksum) {
   PolicySnapshot p;
   p.version = 7;
-  p.kind = v1::POLICY_KIND_QNET_WEIGHTS;
+  p.kind = PolicySnapshot::Kind::kQnetWeights;
   p.bytes = std::string(100000, 'w');
   p.bytes[5] = 'x';
   auto chunks = ChunkPolicy(p, 8192);
@@ -186,6 +187,7 @@ TEST(ChunkingTest, PolicyRoundTripAndChecksum) {
   }
   ASSERT_NE(got, nullptr);
   EXPECT_EQ(got->version, 7u);
+  EXPECT_EQ(got->kind, PolicySnapshot::Kind::kQnetWeights);
   EXPECT_EQ(got->bytes, p.bytes);
 
   chunks[4].mutable_data()->at(0) = 'z';
@@ -201,7 +203,7 @@ TEST(ChunkingTest, PolicyRoundTripAndChecksum) {
 TEST(ChunkingTest, RoleAdaptersTravelWithALoraPolicy) {
   PolicySnapshot p;
   p.version = 5;
-  p.kind = v1::POLICY_KIND_LORA_ADAPTER;
+  p.kind = PolicySnapshot::Kind::kLoraAdapter;
   p.adapter_name = "run-allocator-v5";
   p.adapter_uri = "/runs/run/adapters/allocator/v5";
   p.role_adapters = {{"decomposer", "run-decomposer-v3", 3, "/runs/run/adapters/decomposer/v3"},
@@ -212,6 +214,7 @@ TEST(ChunkingTest, RoleAdaptersTravelWithALoraPolicy) {
   auto got = a.Add(chunks[0]);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ASSERT_NE(*got, nullptr);
+  EXPECT_EQ((*got)->kind, PolicySnapshot::Kind::kLoraAdapter);
   ASSERT_EQ((*got)->role_adapters.size(), 2u);
   EXPECT_EQ((*got)->role_adapters[0].role, "decomposer");
   EXPECT_EQ((*got)->role_adapters[0].adapter_name, "run-decomposer-v3");

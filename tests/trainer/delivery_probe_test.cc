@@ -20,6 +20,7 @@
 #include "llm/serve/server.h"
 #include "models/cpu_threads.h"
 #include "models/tokenizer/byte_tokenizer.h"
+#include "rollout/env_registry.h"
 #include "tests/llm/scripted_server.h"
 #include "tests/llm/serve/serve_fixture.h"
 #include "tests/models/tiny_model.h"

@@ -6,7 +6,7 @@
 #include <span>
 
 #include "envs/synthetic/chain_env.h"
-#include "rollout/runtime_env_adapter.h"
+#include "rollout/trajectory_convert.h"
 #include "rollout/worker.h"
 #include "tests/rollout/rollout_test_util.h"
 #include "trainer/dqn/dqn_distributed.h"
@@ -16,31 +16,29 @@
 namespace allot::trainer {
 namespace {
 
-std::shared_ptr<const rollout::PolicySnapshot> Snapshot(const DqnLearner& learner, uint64_t v) {
-  auto s = std::make_shared<rollout::PolicySnapshot>();
+namespace rt = envs::runtime;
+
+std::shared_ptr<const rt::PolicySnapshot> Snapshot(const DqnLearner& learner, uint64_t v) {
+  auto s = std::make_shared<rt::PolicySnapshot>();
   s->version = v;
-  s->kind = v1::POLICY_KIND_QNET_WEIGHTS;
+  s->kind = rt::PolicySnapshot::Kind::kQnetWeights;
   s->bytes = *learner.OnlineWeights();
   return s;
 }
 
-v1::Trajectory RunEpisode(envs::ChainEnv& env,
-                          std::shared_ptr<const rollout::PolicySnapshot> policy, float epsilon,
-                          uint64_t seed) {
+// One episode as a worker runs it: the request's input, the policy, the wire trajectory.
+v1::Trajectory RunEpisode(envs::ChainEnv& env, std::shared_ptr<const rt::PolicySnapshot> policy,
+                          float epsilon, uint64_t seed) {
   v1::EpisodeRequest req;
   req.set_episode_id("e");
   req.set_env("chain");
   req.set_epsilon(epsilon);
   req.set_seed(seed);
-  rollout::EpisodeContext ctx;
-  ctx.request = &req;
-  ctx.policy = std::move(policy);
-  // The chain env is a plain-C++ env; the worker runs it behind this adapter.
-  rollout::RuntimeEnvAdapter adapter(
-      std::shared_ptr<envs::runtime::Env>(&env, [](envs::runtime::Env*) {}));
-  auto t = adapter.RunEpisode(ctx);
+  rt::EpisodeInput input = rollout::ToEpisodeInput(req);
+  input.policy = std::move(policy);
+  auto t = env.Run(input);
   EXPECT_TRUE(t.ok());
-  return *t;
+  return t.ok() ? rollout::ToProto(*t) : v1::Trajectory();
 }
 
 TEST(ChainEnvTest, GreedyEpisodeFollowsThePublishedNavigator) {
@@ -101,9 +99,9 @@ TEST(ChainEnvTest, RejectsBadConfigAndBadWeights) {
   EXPECT_FALSE(envs::ChainEnv::Create("{max_stepz: 3}").ok()) << "unknown key";
   auto env = envs::ChainEnv::Create(envs::ChainEnvConfigText(envs::ChainMdpConfig{}));
   ASSERT_TRUE(env.ok());
-  auto junk = std::make_shared<rollout::PolicySnapshot>();
+  auto junk = std::make_shared<rt::PolicySnapshot>();
   junk->version = 2;
-  junk->kind = v1::POLICY_KIND_QNET_WEIGHTS;
+  junk->kind = rt::PolicySnapshot::Kind::kQnetWeights;
   junk->bytes = "garbage";
   auto traj = RunEpisode(**env, junk, 0.0f, 1);
   EXPECT_EQ(traj.failure().reason(), v1::FAILURE_REASON_ENV_ERROR);
@@ -161,29 +159,28 @@ TEST(DqnDistributedIntegrationTest, RemoteWorkerProcess) {
 
 // The chain env with every 4th episode's first transition broken in one of three ways, as a
 // worker of another build (a navigator of another shape) might send it.
-class CorruptingChainEnv : public rollout::Env {
+class CorruptingChainEnv : public rt::Env {
  public:
-  explicit CorruptingChainEnv(std::unique_ptr<envs::ChainEnv> inner)
-      : inner_(std::shared_ptr<envs::runtime::Env>(std::move(inner))) {}
-  Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override {
-    ALLOT_ASSIGN_OR_RETURN(v1::Trajectory t, inner_.RunEpisode(ctx));
+  explicit CorruptingChainEnv(std::unique_ptr<envs::ChainEnv> inner) : inner_(std::move(inner)) {}
+  Result<rt::Trajectory> Run(const rt::EpisodeInput& input) override {
+    ALLOT_ASSIGN_OR_RETURN(rt::Trajectory t, inner_->Run(input));
     const int n = count_++;
-    if (n % 4 == 0 && t.transitions_size() > 0) {
-      v1::Transition* p = t.mutable_transitions(0);
+    if (n % 4 == 0 && !t.transitions.empty()) {
+      rt::Transition& p = t.transitions[0];
       // Each passes the protocol's own validation (which would turn it into a failed
       // episode) but does not fit this learner's navigator.
       switch ((n / 4) % 3) {
         case 0:  // one feature too many (dqn.state_dim is 7)
-          p->add_state(1.0f);
-          if (p->next_state_size() > 0) p->add_next_state(1.0f);
+          p.state.push_back(1.0f);
+          if (!p.next_state.empty()) p.next_state.push_back(1.0f);
           break;
         case 1:  // an action beyond dqn.num_actions (5), within the transition's own bound
-          p->set_num_actions(100);
-          p->set_action(99);
+          p.num_actions = 100;
+          p.action = 99;
           break;
         default:
-          p->set_num_actions(6);
-          p->set_action(5);
+          p.num_actions = 6;
+          p.action = 5;
           break;
       }
     }
@@ -191,7 +188,7 @@ class CorruptingChainEnv : public rollout::Env {
   }
 
  private:
-  rollout::RuntimeEnvAdapter inner_;
+  std::unique_ptr<envs::ChainEnv> inner_;
   std::atomic<int> count_{0};
 };
 
@@ -199,12 +196,10 @@ class CorruptingChainEnv : public rollout::Env {
 TEST(DqnDistributedIntegrationTest, MalformedTransitionsAreDroppedAndCounted) {
   at::set_num_threads(1);
   rollout::EnvRegistry registry;
-  registry.Register("chain",
-                    [](const std::string& config) -> Result<std::unique_ptr<rollout::Env>> {
-                      ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
-                      return std::unique_ptr<rollout::Env>(
-                          std::make_unique<CorruptingChainEnv>(std::move(inner)));
-                    });
+  registry.Register("chain", [](const std::string& config) -> Result<std::unique_ptr<rt::Env>> {
+    ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
+    return std::unique_ptr<rt::Env>(std::make_unique<CorruptingChainEnv>(std::move(inner)));
+  });
   rollout::WorkerConfig wc;
   wc.listen = "127.0.0.1:0";
   wc.metrics_listen = "";
@@ -229,29 +224,26 @@ TEST(DqnDistributedIntegrationTest, MalformedTransitionsAreDroppedAndCounted) {
 // The chain env with every episode failing at its second decision, as an RLoT episode whose
 // block runs away: the env scored it (the failing decision terminal, reward -1, format error).
 // Every third one fails on its endpoint instead, which nothing scores.
-class FailingChainEnv : public rollout::Env {
+class FailingChainEnv : public rt::Env {
  public:
-  explicit FailingChainEnv(std::unique_ptr<envs::ChainEnv> inner)
-      : inner_(std::shared_ptr<envs::runtime::Env>(std::move(inner))) {}
-  Result<v1::Trajectory> RunEpisode(const rollout::EpisodeContext& ctx) override {
-    ALLOT_ASSIGN_OR_RETURN(v1::Trajectory t, inner_.RunEpisode(ctx));
+  explicit FailingChainEnv(std::unique_ptr<envs::ChainEnv> inner) : inner_(std::move(inner)) {}
+  Result<rt::Trajectory> Run(const rt::EpisodeInput& input) override {
+    ALLOT_ASSIGN_OR_RETURN(rt::Trajectory t, inner_->Run(input));
     if (count_++ % 3 == 2) {
-      t.mutable_failure()->set_reason(v1::FAILURE_REASON_ENDPOINT_ERROR);
-      t.mutable_failure()->set_message("endpoint down");
+      t.failure = {rt::FailureReason::kEndpointError, "endpoint down"};
       return t;
     }
-    while (t.transitions_size() > 2) t.mutable_transitions()->RemoveLast();
-    v1::Transition* last = t.mutable_transitions(t.transitions_size() - 1);
-    last->set_reward(-1.0f);
-    last->set_done(true);
-    last->clear_next_state();
-    t.mutable_failure()->set_reason(v1::FAILURE_REASON_FORMAT_ERROR);
-    t.mutable_failure()->set_message("runaway output");
+    if (t.transitions.size() > 2) t.transitions.resize(2);
+    rt::Transition& last = t.transitions.back();
+    last.reward = -1.0f;
+    last.done = true;
+    last.next_state.clear();
+    t.failure = {rt::FailureReason::kFormatError, "runaway output"};
     return t;
   }
 
  private:
-  rollout::RuntimeEnvAdapter inner_;
+  std::unique_ptr<envs::ChainEnv> inner_;
   std::atomic<int> count_{0};
 };
 
@@ -261,11 +253,10 @@ class FailingChainEnv : public rollout::Env {
 TEST(DqnDistributedIntegrationTest, PolicyFailuresAreTrainedOnAndInfrastructureOnesDropped) {
   at::set_num_threads(1);
   rollout::EnvRegistry registry;
-  registry.Register(
-      "chain", [](const std::string& config) -> Result<std::unique_ptr<rollout::Env>> {
-        ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
-        return std::unique_ptr<rollout::Env>(std::make_unique<FailingChainEnv>(std::move(inner)));
-      });
+  registry.Register("chain", [](const std::string& config) -> Result<std::unique_ptr<rt::Env>> {
+    ALLOT_ASSIGN_OR_RETURN(auto inner, envs::ChainEnv::Create(config));
+    return std::unique_ptr<rt::Env>(std::make_unique<FailingChainEnv>(std::move(inner)));
+  });
   rollout::WorkerConfig wc;
   wc.listen = "127.0.0.1:0";
   wc.metrics_listen = "";

@@ -15,6 +15,7 @@
 #include "models/causal_lm.h"
 #include "models/cpu_threads.h"
 #include "models/peft.h"
+#include "rollout/env_registry.h"
 #include "tests/llm/serve/serve_fixture.h"
 #include "tests/models/tiny_model.h"
 #include "tests/trainer/tag_env.h"

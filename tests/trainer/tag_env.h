@@ -19,14 +19,14 @@
 #include <memory>
 #include <string>
 
-#include "rollout/env.h"
+#include "envs/runtime/env.h"
 
 namespace allot::trainer::testing {
 
 inline constexpr char kTagEnvName[] = "grpo_tag";
 
 // Registers the env under kTagEnvName in `registry`.
-void RegisterTagEnv(rollout::EnvRegistry& registry);
+void RegisterTagEnv(envs::runtime::EnvRegistrar& registry);
 
 // The env_config text for an endpoint.
 std::string TagEnvConfig(const std::string& base_url, const std::string& base_model);

@@ -86,9 +86,9 @@ Status DistributedDqnTrainer::Publish(rollout::RolloutSession& session) {
   // workers that outlived it accept the resumed learner's weights.
   const uint64_t version = static_cast<uint64_t>(learner_->updates()) + 1;
   if (version <= last_version_) return Status::Ok();
-  rollout::PolicySnapshot snapshot;
+  envs::runtime::PolicySnapshot snapshot;
   snapshot.version = version;
-  snapshot.kind = v1::POLICY_KIND_QNET_WEIGHTS;
+  snapshot.kind = envs::runtime::PolicySnapshot::Kind::kQnetWeights;
   ALLOT_ASSIGN_OR_RETURN(snapshot.bytes, learner_->OnlineWeights());
   ALLOT_RETURN_IF_ERROR(session.Publish(std::move(snapshot)));
   last_version_ = version;

@@ -520,9 +520,9 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
   };
   // Makes `version` the rollout workers' policy: the episodes they start from now on sample it.
   auto push_snapshot = [&](uint64_t version) -> Status {
-    rollout::PolicySnapshot snap;
+    envs::runtime::PolicySnapshot snap;
     snap.version = version;
-    snap.kind = v1::POLICY_KIND_LORA_ADAPTER;
+    snap.kind = envs::runtime::PolicySnapshot::Kind::kLoraAdapter;
     if (s.roles != nullptr) {
       s.roles->FillSnapshot(snap);
     } else {

@@ -138,7 +138,7 @@ Status RoleAdapters::PublishActive(uint64_t version) {
   return Status::Ok();
 }
 
-void RoleAdapters::FillSnapshot(rollout::PolicySnapshot& snap) const {
+void RoleAdapters::FillSnapshot(envs::runtime::PolicySnapshot& snap) const {
   snap.role_adapters.clear();
   for (const Adapter& a : adapters_) {
     envs::runtime::RoleAdapter r;

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "envs/runtime/env.h"
 #include "models/causal_lm.h"
-#include "rollout/env.h"
 #include "trainer/grpo/adapter_publisher.h"
 #include "trainer/grpo/grpo_config.h"
 
@@ -80,7 +80,7 @@ class RoleAdapters {
   Status PublishActive(uint64_t version);
   // The snapshot of the served adapters: adapter_name and adapter_uri are the active role's,
   // role_adapters every role's.
-  void FillSnapshot(rollout::PolicySnapshot& snap) const;
+  void FillSnapshot(envs::runtime::PolicySnapshot& snap) const;
   // Unloads the active role's versions below `keep_from`, except the one it was published at
   // before its newest (a worker may still start an episode with the previous snapshot).
   void UnloadActiveBelow(uint64_t keep_from);

@@ -1,8 +1,6 @@
-#include "rollout/env.h"
+#include "rollout/env_registry.h"
 
 #include <utility>
-
-#include "rollout/runtime_env_adapter.h"
 
 namespace allot::rollout {
 
@@ -11,13 +9,9 @@ EnvRegistry& EnvRegistry::Global() {
   return *registry;
 }
 
-void EnvRegistry::Register(const std::string& name, EnvFactory factory) {
+void EnvRegistry::Register(const std::string& name, envs::runtime::EnvFactory factory) {
   std::lock_guard<std::mutex> lock(mu_);
   factories_[name] = std::move(factory);
-}
-
-void EnvRegistry::RegisterRuntimeEnv(const std::string& name, envs::runtime::EnvFactory factory) {
-  Register(name, AdaptEnvFactory(std::move(factory)));
 }
 
 bool EnvRegistry::Has(const std::string& name) const {
@@ -32,9 +26,9 @@ std::vector<std::string> EnvRegistry::Names() const {
   return names;
 }
 
-Result<std::unique_ptr<Env>> EnvRegistry::Create(const std::string& name,
-                                                 const std::string& env_config) const {
-  EnvFactory factory;
+Result<std::unique_ptr<envs::runtime::Env>> EnvRegistry::Create(
+    const std::string& name, const std::string& env_config) const {
+  envs::runtime::EnvFactory factory;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = factories_.find(name);
@@ -47,13 +41,15 @@ Result<std::unique_ptr<Env>> EnvRegistry::Create(const std::string& name,
   return env;
 }
 
-Result<std::shared_ptr<Env>> EnvCache::Get(const std::string& name, const std::string& env_config) {
+Result<std::shared_ptr<envs::runtime::Env>> EnvCache::Get(const std::string& name,
+                                                          const std::string& env_config) {
   std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_pair(name, env_config);
   auto it = envs_.find(key);
   if (it != envs_.end()) return it->second;
-  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, registry_->Create(name, env_config));
-  std::shared_ptr<Env> shared(std::move(env));
+  ALLOT_ASSIGN_OR_RETURN(std::unique_ptr<envs::runtime::Env> env,
+                         registry_->Create(name, env_config));
+  std::shared_ptr<envs::runtime::Env> shared(std::move(env));
   // Bounded: a run uses a handful of configs; a learner sending thousands is a bug we survive.
   if (envs_.size() >= 256) envs_.clear();
   envs_.emplace(std::move(key), shared);
