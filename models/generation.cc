@@ -228,6 +228,33 @@ struct DecodeBatch::State {
     row_ids.clear();
     decoder.reset();
     logits = at::Tensor();
+    row_decoders.clear();
+    row_logits.clear();
+  }
+
+  // Records each row's sampled token; the rows still going are `keep` (with their token in
+  // `next`), the requests all of whose samples ended go to `finished`.
+  Status Record(const std::vector<SampledToken>& tokens, const std::vector<int32_t>& eos,
+                const Tokenizer* tokenizer, std::vector<int64_t>* keep, std::vector<int64_t>* next,
+                std::vector<std::pair<uint64_t, GenerationResult>>* finished) {
+    for (size_t row = 0; row < rows.size(); ++row) {
+      Live& s = *rows[row];
+      ALLOT_ASSIGN_OR_RETURN(bool done, Advance(s, tokens[row], eos, tokenizer));
+      if (!done) {
+        keep->push_back(static_cast<int64_t>(row));
+        next->push_back(s.out.token_ids.back());
+        continue;
+      }
+      ALLOT_RETURN_IF_ERROR(FinishText(s, tokenizer));
+      const uint64_t id = row_ids[row];
+      auto& req = *requests.at(id);
+      req.result.samples[s.sample] = std::move(s.out);
+      if (--req.running == 0) {
+        finished->emplace_back(id, std::move(req.result));
+        requests.erase(id);
+      }
+    }
+    return Status::Ok();
   }
 
   std::map<uint64_t, std::unique_ptr<Request>> requests;
@@ -237,6 +264,10 @@ struct DecodeBatch::State {
   std::vector<uint64_t> row_ids;            // the request id of each row
   std::unique_ptr<StaticDecoder> decoder;   // the rows' cache, mask and positions
   at::Tensor logits;                        // [rows, vocab] float32: next-token logits of each row
+  // Batch-invariant decoding: one decoder ([1, ...] buffers) and [1, vocab] logits per row, in
+  // place of `decoder` and `logits`.
+  std::vector<std::unique_ptr<StaticDecoder>> row_decoders;
+  std::vector<at::Tensor> row_logits;
 };
 
 DecodeBatch::DecodeBatch(CausalLMImpl* model, const Tokenizer* tokenizer)
@@ -296,6 +327,15 @@ Status DecodeBatch::Add(uint64_t id, GenerationRequest request) {
 
 void DecodeBatch::PrefillWaiting() {
   State& st = *state_;
+  if (batch_invariant_) {
+    while (!st.waiting.empty()) {
+      const uint64_t id = st.waiting.front();
+      PrefillAlone(id);
+      st.waiting.erase(st.waiting.begin());
+      st.waiting_rows -= st.requests.at(id)->request.params.n;
+    }
+    return;
+  }
   // Groups in arrival order; each group leaves `waiting` once it is in the batch, so a failed
   // forward pass leaves no request both prefilled and waiting.
   while (!st.waiting.empty()) {
@@ -386,6 +426,58 @@ void DecodeBatch::Prefill(const std::vector<uint64_t>& ids) {
   }
 }
 
+void DecodeBatch::PrefillAlone(uint64_t id) {
+  State& st = *state_;
+  const GenerationRequest& r = st.requests.at(id)->request;
+  const at::Device dev = model_->device();
+  const auto len = static_cast<int64_t>(r.prompt.size());
+  const std::vector<int64_t> prompt(r.prompt.begin(), r.prompt.end());
+  const at::Tensor ids = torch::tensor(prompt, torch::kLong).view({1, len}).to(dev);
+  const at::Tensor mask = torch::ones({1, len}, torch::kLong).to(dev);
+  KVCache cache(model_->config().num_hidden_layers);
+  const at::Tensor logits =
+      model_->Logits(model_->Hidden(ids, mask, {}, &cache).select(1, len - 1));
+  // The samples of one request share the prompt's pass, each copied into a cache of its own
+  // whose capacity is a function of the request alone.
+  const int64_t capacity = DecodeCapacity(len, r.params.max_tokens);
+  for (int64_t s = 0; s < r.params.n; ++s) {
+    st.rows.push_back(std::make_unique<Live>(0, static_cast<size_t>(s), &r));
+    st.row_ids.push_back(id);
+    st.row_decoders.push_back(std::make_unique<StaticDecoder>(model_, cache, mask, capacity));
+    st.row_logits.push_back(logits);
+  }
+}
+
+Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::StepRowsAlone() {
+  State& st = *state_;
+  std::vector<std::pair<uint64_t, GenerationResult>> finished;
+  std::vector<SampledToken> tokens;
+  tokens.reserve(st.rows.size());
+  for (size_t row = 0; row < st.rows.size(); ++row) {
+    tokens.push_back(SampleNext({st.rows[row].get()}, st.row_logits[row]).front());
+  }
+  std::vector<int64_t> keep;
+  std::vector<int64_t> next;
+  ALLOT_RETURN_IF_ERROR(st.Record(tokens, eos_, tokenizer_, &keep, &next, &finished));
+  std::vector<std::unique_ptr<Live>> rows;
+  std::vector<uint64_t> row_ids;
+  std::vector<std::unique_ptr<StaticDecoder>> decoders;
+  std::vector<at::Tensor> logits;
+  const at::Device dev = model_->device();
+  for (size_t i = 0; i < keep.size(); ++i) {
+    const auto r = static_cast<size_t>(keep[i]);
+    rows.push_back(std::move(st.rows[r]));
+    row_ids.push_back(st.row_ids[r]);
+    decoders.push_back(std::move(st.row_decoders[r]));
+    logits.push_back(decoders.back()->Step(torch::tensor({next[i]}, torch::kLong).to(dev)));
+  }
+  st.rows = std::move(rows);
+  st.row_ids = std::move(row_ids);
+  st.row_decoders = std::move(decoders);
+  st.row_logits = std::move(logits);
+  return finished;
+}
+
 Status DecodeBatch::Cancel(uint64_t id) {
   State& st = *state_;
   if (st.requests.count(id) == 0) {
@@ -411,6 +503,19 @@ Status DecodeBatch::Cancel(uint64_t id) {
     st.DropRows();
     return Status::Ok();
   }
+  if (batch_invariant_) {
+    std::vector<std::unique_ptr<StaticDecoder>> decoders;
+    std::vector<at::Tensor> logits;
+    for (int64_t r : keep) {
+      decoders.push_back(std::move(st.row_decoders[static_cast<size_t>(r)]));
+      logits.push_back(st.row_logits[static_cast<size_t>(r)]);
+    }
+    st.row_decoders = std::move(decoders);
+    st.row_logits = std::move(logits);
+    st.rows = std::move(rows);
+    st.row_ids = std::move(row_ids);
+    return Status::Ok();
+  }
   torch::NoGradGuard no_grad;
   at::Tensor idx = torch::tensor(keep, torch::kLong).to(model_->device());
   st.decoder->Select(idx);
@@ -429,28 +534,17 @@ Result<std::vector<std::pair<uint64_t, GenerationResult>>> DecodeBatch::Step() {
     PrefillWaiting();
   }
   if (st.rows.empty()) return finished;
+  if (batch_invariant_) {
+    ALLOT_ASSIGN_OR_RETURN(finished, StepRowsAlone());
+    if (st.rows.empty()) Clear();
+    return finished;
+  }
   std::vector<int64_t> keep_rows;
   std::vector<int64_t> next;
   std::vector<Live*> live;
   for (const auto& row : st.rows) live.push_back(row.get());
   const std::vector<SampledToken> tokens = SampleNext(live, st.logits);
-  for (size_t row = 0; row < st.rows.size(); ++row) {
-    Live& s = *st.rows[row];
-    ALLOT_ASSIGN_OR_RETURN(bool done, Advance(s, tokens[row], eos_, tokenizer_));
-    if (!done) {
-      keep_rows.push_back(static_cast<int64_t>(row));
-      next.push_back(s.out.token_ids.back());
-      continue;
-    }
-    ALLOT_RETURN_IF_ERROR(FinishText(s, tokenizer_));
-    const uint64_t id = st.row_ids[row];
-    auto& req = *st.requests.at(id);
-    req.result.samples[s.sample] = std::move(s.out);
-    if (--req.running == 0) {
-      finished.emplace_back(id, std::move(req.result));
-      st.requests.erase(id);
-    }
-  }
+  ALLOT_RETURN_IF_ERROR(st.Record(tokens, eos_, tokenizer_, &keep_rows, &next, &finished));
   if (keep_rows.empty()) {
     Clear();
     return finished;

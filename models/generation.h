@@ -79,7 +79,13 @@ Status ValidateGenerationRequest(const GenerationRequest& request, const Transfo
 // fast a burst of requests starts decoding.
 //
 // Each sample draws from its own seeded stream, so its tokens do not depend on when it joined
-// or on its neighbours (up to floating-point differences between batch shapes). Not
+// or on its neighbours, up to floating-point differences between batch shapes: a batched
+// matmul's rounding depends on how many rows it holds, and left padding moves a row's
+// attention sums. With set_batch_invariant(true) nothing depends on the neighbours at all:
+// each request is prefilled alone, each sample decodes through a cache of its own with
+// one-row kernels, so a seeded sample's tokens and log-probs are bit for bit those it gets
+// decoded alone, whatever else is in the batch and whenever it joined (SGLang's
+// deterministic inference; RL runs that must be a function of their seed need it). Not
 // thread-safe; the model must not be used by anyone else between Add/Step calls.
 class DecodeBatch {
  public:
@@ -117,17 +123,27 @@ class DecodeBatch {
   // (DecodeGraph::Available()). Off by default.
   void set_cuda_graphs(bool on) { cuda_graphs_ = on; }
 
+  // Batch-invariant decoding (above): one forward pass per sequence and step instead of one
+  // per batch; eager (no CUDA graphs). Set before the first Add.
+  void set_batch_invariant(bool on) { batch_invariant_ = on; }
+  bool batch_invariant() const { return batch_invariant_; }
+
  private:
   struct State;
   // Prefills the waiting requests, a group at a time, and appends their rows to the batch.
   void PrefillWaiting();
   void Prefill(const std::vector<uint64_t>& ids);
+  // Batch-invariant: prefills request `id` alone and gives each of its samples a decoder.
+  void PrefillAlone(uint64_t id);
+  // Batch-invariant: samples every row from its own logits and steps its own decoder.
+  Result<std::vector<std::pair<uint64_t, GenerationResult>>> StepRowsAlone();
 
   CausalLMImpl* model_;
   const Tokenizer* tokenizer_;
   std::vector<int32_t> eos_;
   std::unique_ptr<State> state_;
   bool cuda_graphs_ = false;
+  bool batch_invariant_ = false;
 };
 
 }  // namespace allot::models

@@ -117,7 +117,8 @@ struct Engine::Running {
 
 void Engine::Loop() {
   models::DecodeBatch batch(model_.get(), tokenizer_.get());
-  batch.set_cuda_graphs(options_.cuda_graphs);
+  batch.set_cuda_graphs(options_.cuda_graphs && !options_.batch_invariant);
+  batch.set_batch_invariant(options_.batch_invariant);
   std::map<uint64_t, Running> running;                    // by job id
   std::map<uint64_t, std::pair<uint64_t, size_t>> owner;  // request id -> (job id, index)
   uint64_t next_job = 0;

@@ -38,6 +38,9 @@ struct EngineOptions {
   int batch_wait_ms = 2;  // wait for more jobs before a batch starts
   int max_waiting = 1024;
   bool cuda_graphs = false;  // DecodeBatch::set_cuda_graphs
+  // DecodeBatch::set_batch_invariant: a seeded request samples the same tokens and log-probs
+  // whatever else is decoded with it (each sequence decoded on its own; no CUDA graphs).
+  bool batch_invariant = false;
 };
 
 struct TopToken {

@@ -27,6 +27,10 @@ struct ServeConfig {
   // CUDA graphs of the decode step (models/decode_graph.h): "auto" = on for a CUDA device in a
   // CUDA build, "true" (an error elsewhere), "false".
   std::string cuda_graphs = "auto";
+  // Batch-invariant decoding (models::DecodeBatch::set_batch_invariant): a seeded request's
+  // tokens and log-probs do not depend on what else is decoded with it, at the cost of one
+  // forward pass per sequence and step. For RL runs that must be a function of their seed.
+  bool deterministic = false;
   int default_max_tokens = 16;  // completions (OpenAI's default); chat runs to the context end
   std::string api_key;          // empty = no authentication
   models::ChatTemplateConfig chat_template;
@@ -49,6 +53,9 @@ struct ServeConfig {
     v.Field("cuda_graphs", cuda_graphs,
             {.doc = "replay the decode step as a CUDA graph (auto: on for CUDA devices)",
              .choices = {"auto", "true", "false"}});
+    v.Field("deterministic", deterministic,
+            {.doc = "batch-invariant decoding: a seeded request samples the same tokens and "
+                    "log-probs whatever else is in the batch (one forward pass per sequence)"});
     v.Field("max_waiting", max_waiting, {.doc = "queued requests before 503", .min = 1});
     v.Field("http_threads", http_threads, {.doc = "concurrent HTTP connections", .min = 1});
     v.Field("max_body_bytes", max_body_bytes, {.doc = "request body limit (413)", .min = 1});

@@ -117,6 +117,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServeConfig& config) {
   eo.batch_wait_ms = config.batch_wait_ms;
   eo.max_waiting = config.max_waiting;
   eo.cuda_graphs = config.cuda_graphs != "false" && graphs_possible;
+  eo.batch_invariant = config.deterministic;
   s->engine_ = std::make_unique<Engine>(
       std::move(model), std::shared_ptr<const models::Tokenizer>(std::move(tok)), eo, &s->metrics_);
   for (const auto& spec : config.adapters) {

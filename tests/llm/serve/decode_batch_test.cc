@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstring>
 #include <map>
 
 #include "models/causal_lm.h"
@@ -213,6 +214,79 @@ TEST_F(DecodeBatchTest, CancelledRequestsLeaveAndOthersAreUnchanged) {
   ASSERT_TRUE(solo.ok());
   EXPECT_EQ(got[1].samples[0].token_ids, (*solo)[0].samples[0].token_ids);
   EXPECT_TRUE(batch.empty());
+}
+
+// Runs `requests` through one DecodeBatch: request i joins before step joins[i] (in that order)
+// and `cancel` (if any) leaves before step 3. Returns the results by request index.
+std::map<uint64_t, GenerationResult> RunBatch(CausalLMImpl* model, const Tokenizer* tok,
+                                              const std::vector<GenerationRequest>& requests,
+                                              const std::vector<int>& joins, bool invariant,
+                                              int64_t cancel = -1) {
+  DecodeBatch batch(model, tok);
+  batch.set_batch_invariant(invariant);
+  std::map<uint64_t, GenerationResult> got;
+  for (int step = 0; step < 60 && !(step > 0 && batch.empty()); ++step) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (joins[i] == step) {
+        EXPECT_TRUE(batch.Add(i, requests[i]).ok());
+      }
+    }
+    if (step == 3 && cancel >= 0) {
+      EXPECT_TRUE(batch.Cancel(static_cast<uint64_t>(cancel)).ok());
+    }
+    auto done = batch.Step();
+    EXPECT_TRUE(done.ok()) << done.status().ToString();
+    if (!done.ok()) break;
+    for (auto& [id, r] : *done) got[id] = std::move(r);
+  }
+  return got;
+}
+
+// Bit for bit: the same token ids and the same float bits of every log-prob.
+bool Identical(const GenerationResult& a, const GenerationResult& b) {
+  if (a.samples.size() != b.samples.size()) return false;
+  for (size_t s = 0; s < a.samples.size(); ++s) {
+    if (a.samples[s].token_ids != b.samples[s].token_ids) return false;
+    const auto& x = a.samples[s].logprobs;
+    const auto& y = b.samples[s].logprobs;
+    if (x.size() != y.size() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+// Batch-invariant decoding (`allot serve --deterministic`): a seeded request samples the same
+// tokens with the same log-prob bits alone as in a batch of other prompts and lengths that
+// join before it, after it and while it runs, with a neighbour cancelled mid-way. Catches: a
+// row whose float32 results depend on its neighbours (batched matmuls, left padding to a
+// longer prompt, a merge of caches), which made two GRPO runs of one seed diverge; the default
+// batching must show that dependence here, or the test could not fail.
+TEST_F(DecodeBatchTest, BatchInvariantSamplesDoNotDependOnTheBatch) {
+  std::vector<int32_t> long_prompt;
+  for (int t = 0; t < 40; ++t) long_prompt.push_back((t * 53) % 256);
+  const GenerationRequest probe = Request({3, 1, 4, 1, 5, 9, 2, 6}, 12, 2, 1.0);
+  GenerationRequest greedy = Request({2, 7, 1, 8}, 10, 1, 0.0);
+  const std::vector<GenerationRequest> crowd = {
+      Request({72, 101, 108}, 6, 3, 1.0), Request(long_prompt, 9, 2, 1.0),
+      Request({9, 9}, 14, 1, 0.7), Request({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 4, 4, 1.0)};
+  const auto alone = RunBatch(model_.get(), &tok_, {probe, greedy}, {0, 0}, true);
+  ASSERT_EQ(alone.size(), 2u);
+  // The probe and the greedy request join a batch at each of these steps.
+  int differing_default = 0;
+  for (int join : {0, 2, 5}) {
+    std::vector<GenerationRequest> requests = crowd;
+    requests.push_back(probe);
+    requests.push_back(greedy);
+    const std::vector<int> joins = {1, 0, 3, 0, join, join};
+    const auto crowded = RunBatch(model_.get(), &tok_, requests, joins, true, /*cancel=*/3);
+    ASSERT_EQ(crowded.count(4) + crowded.count(5), 2u);
+    EXPECT_TRUE(Identical(crowded.at(4), alone.at(0))) << "sampled request joining at " << join;
+    EXPECT_TRUE(Identical(crowded.at(5), alone.at(1))) << "greedy request joining at " << join;
+    const auto batched = RunBatch(model_.get(), &tok_, requests, joins, false, /*cancel=*/3);
+    differing_default += !Identical(batched.at(4), alone.at(0));
+  }
+  EXPECT_GT(differing_default, 0) << "default batching matched solo decoding bit for bit: the "
+                                     "test cannot tell batch-invariant decoding from it";
 }
 
 }  // namespace
