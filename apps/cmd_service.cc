@@ -47,6 +47,9 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
                    "decode steps as CUDA graphs: auto (on for CUDA devices), true, false")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "true", "false"}));
+  serve->add_flag("--deterministic", sc->deterministic,
+                  "batch-invariant decoding: a seeded request samples the same tokens and "
+                  "log-probs whatever else is decoded with it (one forward pass per sequence)");
   serve->add_option("--api-key", sc->api_key, "require Authorization: Bearer KEY");
   serve->add_option("--chat-template", sc->chat_template.kind, "auto, chatml or llama3")
       ->capture_default_str()

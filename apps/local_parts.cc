@@ -383,6 +383,7 @@ Result<std::unique_ptr<LocalParts>> LocalParts::Start(const LocalPartsConfig& lo
                                      std::to_string(s.batch_wait_ms),
                                      "--chat-template",
                                      s.chat_template};
+    if (s.deterministic) argv.push_back("--deterministic");
     for (const std::string& a : s.adapters) {
       argv.push_back("--adapter");
       argv.push_back(a);

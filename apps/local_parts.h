@@ -35,6 +35,7 @@ struct LocalServe {
   int threads = 0;
   int max_batch = 32;
   int batch_wait_ms = 2;
+  bool deterministic = false;  // allot serve --deterministic
   std::string chat_template = "auto";
   double start_timeout_s = 600.0;  // until /health answers: loading a large model takes minutes
 
@@ -51,6 +52,9 @@ struct LocalServe {
     v.Field("threads", threads, {.doc = "CPU threads (0 = one per core)", .min = 0});
     v.Field("max_batch", max_batch, {.doc = "sequences decoded together", .min = 1});
     v.Field("batch_wait_ms", batch_wait_ms, {.doc = "wait for more requests per batch", .min = 0});
+    v.Field("deterministic", deterministic,
+            {.doc = "batch-invariant decoding (allot serve --deterministic): seeded samples do "
+                    "not depend on what else is in the batch"});
     v.Field(
         "chat_template", chat_template,
         {.doc = "chat template of /v1/chat/completions", .choices = {"auto", "chatml", "llama3"}});

@@ -5,7 +5,7 @@
 //
 //   allot_serve_bench [--threads 1] [--max-tokens 64] [--requests 32] [--clients 1,8,32]
 //                     [--temperature 1] [--prompt-len 0] [--device cpu] [--dtype auto]
-//                     [--cuda-graphs auto|true|false]
+//                     [--cuda-graphs auto|true|false] [--deterministic]
 //                     [--model-dir DIR]
 //
 // Without --model-dir the model is the generation benchmark's tiny Qwen2 shape (byte
@@ -62,6 +62,7 @@ struct Options {
   std::string device = "cpu";
   std::string dtype = "auto";
   std::string cuda_graphs = "auto";  // serve.cuda_graphs
+  bool deterministic = false;        // serve.deterministic: batch-invariant decoding
   std::string model_dir;
 };
 
@@ -201,6 +202,10 @@ Options ParseOptions(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--deterministic") {
+      o.deterministic = true;
+      continue;
+    }
     if (i + 1 >= argc) Fail(flag + ": missing value");
     const std::string value = argv[++i];
     if (flag == "--threads") {
@@ -249,6 +254,7 @@ int main(int argc, char** argv) {
   config.device = o.device;
   config.dtype = o.dtype;
   config.cuda_graphs = o.cuda_graphs;
+  config.deterministic = o.deterministic;
   // Every client's request decodes in the one batch, and each holds an HTTP thread meanwhile.
   config.max_batch = std::max(32, most);
   config.http_threads = std::max(config.http_threads, most + 8);
@@ -272,7 +278,8 @@ int main(int argc, char** argv) {
   const json common = {{"bench", "allot_serve"},     {"device", o.device},
                        {"dtype", o.dtype},           {"max_tokens", o.max_tokens},
                        {"prompt_len", o.prompt_len}, {"temperature", o.temperature},
-                       {"threads", o.threads},       {"cuda_graphs", o.cuda_graphs}};
+                       {"threads", o.threads},       {"cuda_graphs", o.cuda_graphs},
+                       {"deterministic", o.deterministic}};
   json base = common;
   base.update({{"clients", 1},
                {"one_at_a_time", true},
