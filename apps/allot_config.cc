@@ -24,6 +24,33 @@ void RegisterSecrets(const config::ConfigNode& n, bool secret_key) {
   for (const auto& v : n.items()) RegisterSecrets(v, secret_key);
 }
 
+// Keys that are gone, with what replaced them: an error naming the new key, where the schema
+// alone would say only "unknown key".
+struct RemovedKey {
+  const char* section;
+  const char* key;
+  const char* instead;
+};
+constexpr RemovedKey kRemovedKeys[] = {
+    {"grpo", "normalize_std",
+     "grpo.advantage_estimator (normalize_std: true is advantage_estimator: grpo, false is "
+     "dr_grpo)"},
+    {"grpo", "ratio_level",
+     "grpo.policy_loss (ratio_level: token is policy_loss: ppo_clip, sequence is gspo)"},
+};
+
+Status CheckRemovedKeys(const config::ConfigNode& root) {
+  std::string errors;
+  for (const RemovedKey& r : kRemovedKeys) {
+    const config::ConfigNode* section = root.Find(r.section);
+    const config::ConfigNode* n = section == nullptr ? nullptr : section->Find(r.key);
+    if (n == nullptr) continue;
+    errors += std::string(errors.empty() ? "" : "\n") + n->origin().ToString() + ": " + r.section +
+              "." + r.key + " was replaced by " + r.instead;
+  }
+  return errors.empty() ? Status::Ok() : InvalidArgument(errors);
+}
+
 std::string ExecutableDir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -37,6 +64,7 @@ Result<LoadedConfig> LoadConfig(const std::string& path, const std::vector<std::
   ALLOT_ASSIGN_OR_RETURN(config::ConfigNode root, config::LoadFile(path));
   for (const auto& o : overrides) ALLOT_RETURN_IF_ERROR(config::ApplyOverride(root, o));
   RegisterSecrets(root, false);
+  ALLOT_RETURN_IF_ERROR(CheckRemovedKeys(root));
   LoadedConfig loaded;
   loaded.source = path;
   loaded.overrides = overrides;

@@ -22,6 +22,7 @@
 #include "rollout/env_registry.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/grpo_trainer.h"
+#include "trainer/grpo/policy_losses.h"
 
 namespace allot::apps {
 
@@ -110,19 +111,12 @@ Status CheckGrpoRecipe(const config::ConfigNode& written, const AllotConfig& cfg
               ": grpo.stale_policy: importance corrects stale segments with the truncated IS "
               "weight: it needs grpo.truncated_is: true";
   }
-  // The PPO clip and GSPO's sequence ratio act only from the second pass over a batch on. With
-  // one pass (updates_per_batch: 1) UpdatePolicy takes the old log-probs as the detached current
-  // ones (policy_update.cc), so the token ratio r = exp(logp - sg(logp)) is exactly 1, and so is
-  // GSPO's exp(mean of zeros + logp - sg(logp)), with the same gradient A * grad(logp).
-  // clip(1, 1 - clip_eps, 1 + clip_eps_high) = 1 for any eps >= 0: min(r A, clip(r) A) never
-  // takes the clipped side. Truncated IS and stale rollouts do not change that: the TIS weight
-  // compares the learner's log-probs with the rollout engine's and multiplies the loss outside
-  // the clip (policy_loss.cc), and stale segments are dropped or corrected by that weight,
-  // never through the ratio.
-  if (c.updates_per_batch == 1) {
-    for (const char* k : {"clip_eps", "clip_eps_high", "ratio_level"}) {
-      no_effect(k, "while grpo.updates_per_batch is 1 (one pass: the PPO ratio is exactly 1)");
-    }
+  // The chosen advantage estimator's and policy loss's own rules (trainer/grpo/
+  // advantage_estimators.h, policy_losses.h: e.g. the PPO clip with updates_per_batch 1), and
+  // the keys another registered variant reads and the chosen one does not.
+  std::set<std::string> reported;
+  for (const trainer::grpo::NoEffect& n : trainer::grpo::VariantNoEffects(c)) {
+    if (reported.insert(n.key).second) no_effect(n.key, n.why);
   }
   // Each policy turn is sampled under its env's own budget (env.coger.router_max_tokens,
   // env.r2.decomposer_max_tokens and allocator_max_tokens, env.deeptool.step_max_tokens,

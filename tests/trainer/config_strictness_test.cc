@@ -176,11 +176,11 @@ TEST_F(ConfigStrictnessIntegrationTest, WorkerSetWithoutARecipeIsRefused) {
 }
 
 // With one pass over a batch (updates_per_batch: 1) the PPO ratio is exactly 1, so the clip
-// and GSPO's sequence ratio cannot change the gradient (apps/engine_grpo.cc says why, TIS and
-// staleness included). configs/quickstart/coger.yaml set clip_eps_high and credited it.
+// and GSPO's sequence ratio cannot change the gradient (trainer/grpo/policy_losses.cc says why, TIS
+// and staleness included). configs/quickstart/coger.yaml set clip_eps_high and credited it.
 TEST_F(ConfigStrictnessIntegrationTest, ClipWithOnePassIsRefused) {
   for (const std::string k :
-       {"grpo.clip_eps=0.1", "grpo.clip_eps_high=0.28", "grpo.ratio_level=sequence"}) {
+       {"grpo.clip_eps=0.1", "grpo.clip_eps_high=0.28", "grpo.policy_loss=gspo"}) {
     auto a = Allot("train -c " + grpo_ + Out() + " --set " + k);
     EXPECT_EQ(a.code, 1) << a.output;
     EXPECT_TRUE(Has(a, "--set " + k.substr(0, k.find('=')))) << a.output;
@@ -188,6 +188,33 @@ TEST_F(ConfigStrictnessIntegrationTest, ClipWithOnePassIsRefused) {
     auto b = Allot("train -c " + grpo_ + Out() + " --set " + k + " --set grpo.updates_per_batch=2");
     EXPECT_FALSE(Has(b, "has no effect")) << b.output;
   }
+}
+
+// grpo.normalize_std and grpo.ratio_level became grpo.advantage_estimator and grpo.policy_loss
+// (registries: trainer/grpo/advantage_estimators.h, policy_losses.h). Catches: an old key refused
+// only as "unknown key" (or, worse, a did-you-mean to an unrelated key), so that an old recipe
+// gives no hint of the new name; and an unknown variant name that does not list the registered
+// ones.
+TEST_F(ConfigStrictnessIntegrationTest, RemovedLossSwitchesNameTheirRegistryKeys) {
+  const std::string file = Write(dir_ + "/old.yaml",
+                                 "trainer:\n  algorithm: grpo\ngrpo:\n  group_size: 4\n"
+                                 "  normalize_std: false\n");
+  auto a = Allot("config validate " + file);
+  EXPECT_EQ(a.code, 1) << a.output;
+  EXPECT_TRUE(Has(a, "old.yaml:5")) << a.output;
+  EXPECT_TRUE(Has(a, "grpo.normalize_std was replaced by grpo.advantage_estimator")) << a.output;
+  EXPECT_TRUE(Has(a, "false is dr_grpo")) << a.output;
+  auto b = Allot("train -c " + grpo_ + Out() + " --set grpo.ratio_level=sequence");
+  EXPECT_EQ(b.code, 1) << b.output;
+  EXPECT_TRUE(Has(b, "grpo.ratio_level was replaced by grpo.policy_loss")) << b.output;
+  EXPECT_TRUE(Has(b, "sequence is gspo")) << b.output;
+  for (const std::string k : {"advantage_estimator", "policy_loss"}) {
+    auto c = Allot("config validate " + grpo_ + " --set grpo." + k + "=nope");
+    EXPECT_EQ(c.code, 1) << c.output;
+    EXPECT_TRUE(Has(c, k == "policy_loss" ? "ppo_clip, gspo" : "grpo, dr_grpo")) << c.output;
+  }
+  auto d = Allot("config validate " + grpo_ + " --set grpo.advantage_estimator=dr_grpo");
+  EXPECT_FALSE(Has(d, "advantage_estimator")) << d.output;
 }
 
 // Each turn is sampled under its env's budget (env.coger.router_max_tokens, ...), in training as

@@ -165,7 +165,7 @@ TEST(GrpoPolicyLossTest, GspoRatioIsTheGeometricMeanOverTheSequence) {
                    T({{1.f, 1.f, 0.f}}));
   PolicyLossOptions o{.clip_low = 1.0,
                       .clip_high = 1.0,
-                      .ratio_level = RatioLevel::kSequence,
+                      .policy_loss = "gspo",
                       .aggregation = Aggregation::kTokenMean,
                       .truncated_is = false};
   auto r = ComputePolicyLoss(in, o, TotalsOf(in.mask));

@@ -1,7 +1,9 @@
 // The grpo section: group-relative policy optimisation of a LoRA policy (CogER, R2-Reasoner,
-// DeepTool, ATLAS), with the DAPO / Dr.GRPO / GSPO variants as switches. Every number a paper
-// fixes is a default here; the knobs of the loss family are documented where they are read
-// (trainer/grpo/policy_loss.h, advantages.h, lagrange_multiplier.h).
+// DeepTool, ATLAS). The advantage estimator (GRPO, Dr.GRPO) and the policy loss (PPO clip with
+// DAPO's clip-higher, GSPO) are chosen by name from registries (trainer/grpo/
+// advantage_estimators.h, policy_losses.h). Every number a paper fixes is a default here; the
+// knobs of the loss family are documented where they are read (trainer/grpo/policy_loss.h,
+// advantages.h, lagrange_multiplier.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,13 @@
 
 #include "core/config/schema.h"
 #include "models/model_config.h"
+
+namespace allot::trainer::grpo {
+// The registered names, the choices of grpo.advantage_estimator and grpo.policy_loss (declared
+// in advantage_estimators.h and policy_losses.h, which this header, torch-free, does not include).
+std::vector<std::string> AdvantageEstimatorNames();
+std::vector<std::string> PolicyLossNames();
+}  // namespace allot::trainer::grpo
 
 namespace allot::trainer {
 
@@ -112,14 +121,14 @@ struct GrpoConfig {
   models::LoraConfig lora;  // CogER: r = 16
 
   // Loss family (trainer/grpo/policy_loss.h).
-  double clip_eps_high = 0.2;       // DAPO clip-higher: 0.28; = clip_eps is symmetric PPO
-  std::string kl_estimator = "k3";  // DeepTool: k3 when the KL term is on
-  bool normalize_std = true;        // false: Dr.GRPO (no division by the group std)
+  double clip_eps_high = 0.2;                // DAPO clip-higher: 0.28; = clip_eps is symmetric PPO
+  std::string kl_estimator = "k3";           // DeepTool: k3 when the KL term is on
+  std::string advantage_estimator = "grpo";  // advantage_estimators.h: grpo | dr_grpo | ...
   std::string loss_aggregation = "seq_mean_token_mean";  // CogER Eq. 10 (1/G sum over outputs)
-  int64_t aggregation_norm_len = 0;   // seq_mean_token_sum divisor; 0 = max_tokens (Dr.GRPO)
-  std::string ratio_level = "token";  // token | sequence (GSPO)
-  int updates_per_batch = 1;          // DeepTool: one update per batch
-  bool truncated_is = true;           // rollout-vs-learner importance weights (TIS)
+  int64_t aggregation_norm_len = 0;      // seq_mean_token_sum divisor; 0 = max_tokens (Dr.GRPO)
+  std::string policy_loss = "ppo_clip";  // policy_losses.h: ppo_clip | gspo | ...
+  int updates_per_batch = 1;             // DeepTool: one update per batch
+  bool truncated_is = true;              // rollout-vs-learner importance weights (TIS)
   double truncated_is_cap = 2.0;
   // Dynamic sampling (DAPO): drop groups that carry no advantage signal (advantages.h,
   // FlatGroup: judged on the shaped rewards and step rewards the advantages use) and draw new
@@ -191,17 +200,20 @@ struct GrpoConfig {
              .min = 0.0});
     v.Field("kl_estimator", kl_estimator,
             {.doc = "k1 | k2 | k3 (Schulman's estimators)", .choices = {"k1", "k2", "k3"}});
-    v.Field("normalize_std", normalize_std,
-            {.doc = "divide advantages by the group std (false: Dr.GRPO)"});
+    v.Field("advantage_estimator", advantage_estimator,
+            {.doc = "advantages from the group's rewards: grpo (divided by the group std) | "
+                    "dr_grpo (not divided: Dr.GRPO) | any registered estimator",
+             .choices = grpo::AdvantageEstimatorNames()});
     v.Field("loss_aggregation", loss_aggregation,
             {.doc = "token_mean (DAPO) | seq_mean_token_mean (GRPO) | seq_mean_token_sum (Dr.GRPO)",
              .choices = {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum"}});
     v.Field("aggregation_norm_len", aggregation_norm_len,
             {.doc = "seq_mean_token_sum divisor (0: max_tokens)", .min = 0.0});
-    v.Field("ratio_level", ratio_level,
-            {.doc = "token (PPO/GRPO) | sequence (GSPO, length-normalised); differ only with "
+    v.Field("policy_loss", policy_loss,
+            {.doc = "ppo_clip (token ratio, PPO/GRPO) | gspo (length-normalised sequence ratio) "
+                    "| any registered loss; ppo_clip and gspo differ only with "
                     "updates_per_batch > 1",
-             .choices = {"token", "sequence"}});
+             .choices = grpo::PolicyLossNames()});
     v.Field("updates_per_batch", updates_per_batch,
             {.doc = "optimizer steps per step over its episodes (all grad_accum batches), "
                     "keeping the old log-probs",

@@ -24,6 +24,7 @@
 #include "rollout/session.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/grpo/adapter_publisher.h"
+#include "trainer/grpo/advantage_estimators.h"
 #include "trainer/grpo/advantages.h"
 #include "trainer/grpo/alternation.h"
 #include "trainer/grpo/delivery_probe.h"
@@ -32,6 +33,7 @@
 #include "trainer/grpo/lagrange_multiplier.h"
 #include "trainer/grpo/overlong_shaping.h"
 #include "trainer/grpo/policy_loss.h"
+#include "trainer/grpo/policy_losses.h"
 #include "trainer/grpo/policy_update.h"
 #include "trainer/grpo/role_adapters.h"
 #include "trainer/grpo/rollout_batch.h"
@@ -167,7 +169,9 @@ Result<std::unique_ptr<GrpoTrainer>> GrpoTrainer::Create(GrpoRunOptions options)
   }
   if (options.prompts.empty()) return InvalidArgument("grpo: no prompts (train_data is empty)");
   ALLOT_ASSIGN_OR_RETURN(st->loss.aggregation, ParseAggregation(g.loss_aggregation));
-  ALLOT_ASSIGN_OR_RETURN(st->loss.ratio_level, ParseRatioLevel(g.ratio_level));
+  ALLOT_RETURN_IF_ERROR(FindPolicyLoss(g.policy_loss).status());
+  ALLOT_RETURN_IF_ERROR(FindAdvantageEstimator(g.advantage_estimator).status());
+  st->loss.policy_loss = g.policy_loss;
   ALLOT_ASSIGN_OR_RETURN(st->loss.kl_estimator, ParseKlEstimator(g.kl_estimator));
   ALLOT_RETURN_IF_ERROR(ValidateAlternation(g.alternation));
   st->loss.clip_low = g.clip_eps;
@@ -723,10 +727,13 @@ Result<GrpoRunSummary> RunLeader(GrpoTrainer::State& s, MetricsWriter* metrics,
       }
     }
     m.lambda = s.lagrange.lambda();
-    AdvantageOptions ao{.normalize_std = g.normalize_std};
-    const std::vector<double> adv = GroupAdvantages(shaped, gids, ao);
-    std::vector<std::vector<double>> step_adv(trajs.size());
-    if (g.step_advantages) step_adv = StepAdvantages(step_rewards, gids, ao);
+    ALLOT_ASSIGN_OR_RETURN(const AdvantageEstimator* estimator,
+                           FindAdvantageEstimator(g.advantage_estimator));
+    if (!g.step_advantages) step_rewards.clear();
+    AdvantageOutputs advantages = estimator->compute({shaped, gids, step_rewards});
+    const std::vector<double> adv = std::move(advantages.outcome);
+    std::vector<std::vector<double>> step_adv = std::move(advantages.step);
+    step_adv.resize(trajs.size());
     s.lagrange.Update(costs);
 
     // ---- Update.

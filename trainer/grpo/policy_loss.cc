@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "trainer/grpo/policy_losses.h"
+
 namespace allot::trainer::grpo {
 
 Result<Aggregation> ParseAggregation(const std::string& name) {
@@ -12,12 +14,6 @@ Result<Aggregation> ParseAggregation(const std::string& name) {
   if (name == "seq_mean_token_sum") return Aggregation::kSeqMeanTokenSum;
   return InvalidArgument("grpo.loss_aggregation: '" + name +
                          "' is not one of token_mean, seq_mean_token_mean, seq_mean_token_sum");
-}
-
-Result<RatioLevel> ParseRatioLevel(const std::string& name) {
-  if (name == "token") return RatioLevel::kToken;
-  if (name == "sequence") return RatioLevel::kSequence;
-  return InvalidArgument("grpo.ratio_level: '" + name + "' is not one of token, sequence");
 }
 
 AggregationTotals TotalsOf(const at::Tensor& mask) {
@@ -57,21 +53,18 @@ Result<PolicyLossResult> ComputePolicyLoss(const PolicyLossInputs& in,
   if (options.kl_coef > 0.0 && !in.ref_logp.defined()) {
     return InvalidArgument("policy loss: kl_coef > 0 needs the reference log-probs");
   }
+  ALLOT_ASSIGN_OR_RETURN(const PolicyLossVariant* variant, FindPolicyLoss(options.policy_loss));
   const at::Tensor mask = in.mask.to(torch::kFloat32);
   const at::Tensor old = in.old_logp.detach();
   const at::Tensor adv = in.advantages.detach();
-  const at::Tensor log_ratio = (in.logp - old) * mask;
-
-  at::Tensor ratio;
-  if (options.ratio_level == RatioLevel::kSequence) {
-    // GSPO: length-normalised sequence ratio, spread over tokens as in GSPO-token.
-    const at::Tensor seq_log_ratio = log_ratio.sum(1, true) / mask.sum(1, true).clamp_min(1.0);
-    ratio = torch::exp(seq_log_ratio.detach() + in.logp - in.logp.detach());
-  } else {
-    ratio = torch::exp(log_ratio);
-  }
-  const at::Tensor clipped = torch::clamp(ratio, 1.0 - options.clip_low, 1.0 + options.clip_high);
-  at::Tensor per_token = -torch::min(ratio * adv, clipped * adv);
+  PolicyTokenLoss surrogate = variant->per_token({.logp = in.logp,
+                                                  .old_logp = old,
+                                                  .advantages = adv,
+                                                  .mask = mask,
+                                                  .clip_low = options.clip_low,
+                                                  .clip_high = options.clip_high});
+  const at::Tensor ratio = surrogate.ratio;
+  at::Tensor per_token = surrogate.per_token;
 
   PolicyLossResult result;
   PolicyLossStats& s = result.stats;

@@ -4,12 +4,11 @@
 // surrogate, per token t of output i with advantage A_{i,t}:
 //   L_{i,t} = -w_{i,t} * min(rho_{i,t} A_{i,t}, clip(rho_{i,t}, 1 - eps_low, 1 + eps_high) A_{i,t})
 //             + beta * KL_{i,t}
-// and differ in the switches:
-//   * ratio_level token: rho = pi_theta / pi_old per token (PPO, GRPO).
-//     sequence (GSPO, Zheng et al., 2025): rho_i = exp(mean_t log(pi_theta / pi_old)), applied
-//     to every token as sg[rho_i] * pi_theta(y_t) / sg[pi_theta(y_t)] (GSPO-token), so per-token
-//     (step) advantages still work.
-//   * eps_high > eps_low: DAPO clip-higher.
+// and differ in:
+//   * the surrogate, chosen by name (grpo.policy_loss; policy_losses.h): ppo_clip, rho =
+//     pi_theta / pi_old per token (PPO, GRPO; eps_high > eps_low: DAPO clip-higher), or gspo,
+//     the length-normalised sequence ratio (GSPO-token). A registered loss replaces the clipped
+//     term above; the weight w, the KL term and the aggregation below are every loss's.
 //   * w: truncated importance sampling between the rollout endpoint and the learner (Yao et al.,
 //     2025, "TIS"): w = min(pi_old_learner / pi_rollout, C), detached. The sampler's numerics
 //     (batching, kernels, a stale adapter) differ from the learner's; w corrects the gap.
@@ -31,15 +30,13 @@
 namespace allot::trainer::grpo {
 
 enum class Aggregation { kTokenMean, kSeqMeanTokenMean, kSeqMeanTokenSum };
-enum class RatioLevel { kToken, kSequence };
 
 Result<Aggregation> ParseAggregation(const std::string& name);
-Result<RatioLevel> ParseRatioLevel(const std::string& name);
 
 struct PolicyLossOptions {
   double clip_low = 0.2;
   double clip_high = 0.2;
-  RatioLevel ratio_level = RatioLevel::kToken;
+  std::string policy_loss = "ppo_clip";  // a name registered in policy_losses.h
   Aggregation aggregation = Aggregation::kSeqMeanTokenMean;
   double norm_len = 1.0;  // seq_mean_token_sum divisor
   double kl_coef = 0.0;
