@@ -23,6 +23,7 @@ The achieved ratio is the synchronous runs' median rollout_wait_s over U.
 
   bench/trainer/async_bench.py [--allot build/apps/allot] [--steps 12] [--repeats 2]
       [--ratios 0.5,1,3] [--updates-per-batch 16] [--lr 2e-3] [--delay-ms D] [--json FILE]
+      [--set KEY=VALUE ...]
 
 --delay-ms D skips the calibration and runs one ratio with that delay (the smoke test). The t0
 tier comes from scripts/make_tiny_world.sh; without it the script exits 77 (skipped).
@@ -78,6 +79,8 @@ class Bench:
         args = []
         for k, v in sets.items():
             args += ["--set", f"{k}={v}"]
+        for kv in self.a.set:
+            args += ["--set", kv]
         r = chaos.Run(self.a.allot, work, recipe, "run", args=args)
         code = r.wait(timeout=1800)
         proxy.send_signal(signal.SIGTERM)
@@ -151,6 +154,8 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=None,
                     help="skip the calibration: one ratio at this delay")
     ap.add_argument("--json", default="", help="every run's figures and the table's rows")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="passed to every run's allot train (repeatable)")
     ap.add_argument("--check", action="store_true",
                     help="fail unless every run went through the proxy with its delay and the "
                          "asynchronous runs sampled ahead (the smoke test)")
