@@ -731,6 +731,10 @@ bool CausalLMImpl::has_lora() const {
                      [](const LinearSite& s) { return s.linear->has_lora(); });
 }
 
+void CausalLMImpl::SetLoraDropoutGenerator(const at::Generator& generator) {
+  for (auto& site : sites_) site.linear->set_dropout_generator(generator);
+}
+
 void CausalLMImpl::SetLoraEnabled(bool enabled) {
   ++weights_version_;
   for (auto& site : sites_) site.linear->set_lora_enabled(enabled);

@@ -151,6 +151,9 @@ class CausalLMImpl : public torch::nn::Module {
   void MergeLora();
   bool has_lora() const;
   void SetLoraEnabled(bool enabled);
+  // Every projection's LoRA dropout draws its CPU masks from `generator` (shared, one stream;
+  // LoraLinearImpl::set_dropout_generator), adapters attached later included.
+  void SetLoraDropoutGenerator(const at::Generator& generator);
   std::vector<at::Tensor> LoraParameters() const;
   // Changes whenever the tensors a forward pass reads change (an adapter attached, set,
   // detached, merged, switched on or off): a captured CUDA graph of a decode step

@@ -111,7 +111,13 @@ at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
     return LoraJoinFn::apply(y, LoraDownFn::apply(x, lora_A) * spec_.scaling(), lora_B);
   }
   at::Tensor h = x.to(lora_A.scalar_type());
-  if (spec_.dropout > 0.0) h = torch::dropout(h, spec_.dropout, is_training());
+  if (dropout && dropout_generator_.defined() && h.device().is_cpu()) {
+    // torch::dropout's own arithmetic (bernoulli(1 - p) / (1 - p)), drawn from our generator.
+    const double keep = 1.0 - spec_.dropout;
+    h = h * at::empty_like(h).bernoulli_(keep, dropout_generator_).div_(keep);
+  } else if (spec_.dropout > 0.0) {
+    h = torch::dropout(h, spec_.dropout, is_training());
+  }
   // As PEFT's LoRA Linear: the float32 adapter term joins the base output in float32 and the sum
   // is rounded once to the base dtype. Rounding the term first gives other bfloat16 bits, which
   // moved log-probs by 1e-2 against PEFT (bench/gpu/parity.py). A bfloat16 or half base does it

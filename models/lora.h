@@ -7,6 +7,7 @@
 // adapter path and the result cast back.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -42,6 +43,10 @@ class LoraLinearImpl : public torch::nn::Module {
   const LoraSpec& lora_spec() const { return spec_; }
 
   void set_lora_enabled(bool enabled) { lora_enabled_ = enabled; }
+  // The generator LoRA dropout draws its masks from on the CPU (undefined: the default one, as
+  // torch::dropout). A learner gives it a generator of its own, so that its masks are a function
+  // of its seed alone, not of whatever else in the process draws from the default generator.
+  void set_dropout_generator(const at::Generator& generator) { dropout_generator_ = generator; }
   bool lora_enabled() const { return lora_enabled_; }
 
   // W + s * B A in W's dtype (W itself when there is no adapter).
@@ -62,6 +67,7 @@ class LoraLinearImpl : public torch::nn::Module {
   int64_t out_features_;
   LoraSpec spec_;
   bool lora_enabled_ = true;
+  at::Generator dropout_generator_;
 };
 TORCH_MODULE(LoraLinear);
 

@@ -84,11 +84,12 @@ Status AdapterStore::Activate(const std::string& name) {
   if (adapter == nullptr) return Status::Ok();
   torch::NoGradGuard no_grad;
   const auto& sites = model_->linear_sites();
+  // SetLora, not AttachLora: attaching draws a fresh A from the process's default generator,
+  // which a learner in the same process seeds for its LoRA dropout; a swap in the middle of its
+  // update moved its dropout masks (two runs of one seed then trained different adapters).
   for (const auto& w : adapter->weights) {
     auto lin = sites[w.site].linear.ptr();
-    lin->AttachLora(adapter->config.spec);
-    lin->lora_A.copy_(w.a);
-    lin->lora_B.copy_(w.b);
+    lin->SetLora(adapter->config.spec, w.a.clone(), w.b.clone());
     lin->set_lora_enabled(true);
   }
   active_ = name;

@@ -76,8 +76,13 @@ Status UpdatePolicy(models::CausalLMImpl& model, torch::optim::AdamW& optimizer,
 
   const auto t0 = Clock::now();
   model.train();
-  // Each rank draws its own dropout masks (rank 0's are those of a single learner).
-  torch::manual_seed(options.dropout_seed + (comm != nullptr ? comm->rank() : 0));
+  // Each rank draws its own dropout masks (rank 0's are those of a single learner), from a
+  // generator of the update's own: an `allot serve` or env in the same process draws from the
+  // default CPU generator at any time, and masks drawn from it were a function of timing. The
+  // default generators are seeded too: a CUDA device's dropout draws from its own.
+  const uint64_t dropout_seed = options.dropout_seed + (comm != nullptr ? comm->rank() : 0);
+  torch::manual_seed(dropout_seed);
+  model.SetLoraDropoutGenerator(at::detail::createCPUGenerator(dropout_seed));
   std::vector<at::Tensor> old(micro.size()), ref(micro.size());
   if (options.updates > 1) {
     torch::NoGradGuard no_grad;
