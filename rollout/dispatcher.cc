@@ -248,8 +248,13 @@ void Dispatcher::WriterLoop(int index, uint64_t session, Stream* stream) {
       const size_t acks = std::min<size_t>(conn->acks.size(), kMaxAcksPerMessage);
       for (size_t i = 0; i < acks; ++i) *msg.add_acks() = std::move(conn->acks[i]);
       conn->acks.erase(conn->acks.begin(), conn->acks.begin() + static_cast<ptrdiff_t>(acks));
-      while (!conn->to_send.empty() && msg.episodes_size() < kMaxEpisodesPerMessage &&
-             bytes < budget) {
+      // Episodes only once every policy chunk queued before them is on its way: the worker
+      // applies a message's policy before its episodes, so an episode pinned to a version (or
+      // submitted after its publish) never starts on a worker that lacks it.
+      const bool policy_pending =
+          conn->policy_chunks && conn->policy_next < conn->policy_chunks->size();
+      while (!policy_pending && !conn->to_send.empty() &&
+             msg.episodes_size() < kMaxEpisodesPerMessage && bytes < budget) {
         bytes += conn->to_send.front().ByteSizeLong();
         *msg.add_episodes() = std::move(conn->to_send.front());
         conn->to_send.pop_front();
@@ -391,7 +396,17 @@ Status Dispatcher::PublishPolicy(envs::runtime::PolicySnapshot policy) {
   while (recent_.size() > std::max<size_t>(options_.policy_history, 1)) recent_.pop_front();
   for (auto& c : conns_) {
     if (!c->connected) continue;
-    c->policy_chunks = chunks;
+    if (c->policy_chunks && c->policy_next < c->policy_chunks->size()) {
+      // The versions not sent yet go first: episodes pinned to one of them (grpo.async, a
+      // resume that serves the versions in flight one after another) must find it at the worker.
+      auto queued = std::make_shared<std::vector<v1::PolicyChunk>>(
+          c->policy_chunks->begin() + static_cast<ptrdiff_t>(c->policy_next),
+          c->policy_chunks->end());
+      queued->insert(queued->end(), chunks->begin(), chunks->end());
+      c->policy_chunks = std::move(queued);
+    } else {
+      c->policy_chunks = chunks;
+    }
     c->policy_next = 0;
     c->cv.notify_all();
   }

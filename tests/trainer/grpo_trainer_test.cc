@@ -79,7 +79,10 @@ class ServedTinyModel {
  public:
   // max_batch 1: every request is decoded alone, so seeded sampling repeats bit for bit.
   // model_dir: where to write the model (default: a temp directory of its own).
-  explicit ServedTinyModel(int max_batch = 32, const std::string& model_dir = "") {
+  // deterministic: batch-invariant decoding (`allot serve --deterministic`), so that seeded
+  // sampling repeats bit for bit in batches of any composition.
+  explicit ServedTinyModel(int max_batch = 32, const std::string& model_dir = "",
+                           bool deterministic = false) {
     model_dir_ = model_dir.empty() ? llm::serve::testing::WriteServableTinyModel("grpo_tiny", 7)
                                    : llm::serve::testing::WriteServableTinyModelIn(model_dir, 7);
     llm::serve::ServeConfig c;
@@ -88,6 +91,7 @@ class ServedTinyModel {
     c.port = 0;
     c.threads = 1;
     c.max_batch = max_batch;
+    c.deterministic = deterministic;
     auto s = llm::serve::Server::Create(c);
     EXPECT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(*s);
@@ -1140,8 +1144,7 @@ GrpoRunOptions AsyncRunOptions(const ServedTinyModel& served, const std::string&
 // of the next two steps are sampled. Catches: a pipeline that still waits for each publish (no
 // group in flight, staleness 0 after the first steps), one that samples with whatever version is
 // current (staleness below max_lag), and an async setting that changes nothing (the same
-// adapters as the synchronous run). (Two runs of one seed are not yet bit-identical: not
-// asserted.)
+// adapters as the synchronous run); bit identity of two runs: TwoRunsWithOneSeedAreBitIdentical.
 TEST(GrpoAsyncIntegrationTest, StepsTrainOnGroupsSampledMaxLagVersionsBack) {
   models::SetCpuThreads(1);
   testing::RegisterTagEnv(rollout::EnvRegistry::Global());
@@ -1176,14 +1179,52 @@ TEST(GrpoAsyncIntegrationTest, StepsTrainOnGroupsSampledMaxLagVersionsBack) {
   }
 }
 
-// kill -9 during step N + 1 of an asynchronous run (after its update, with the groups of the next
-// steps in flight), then a resume from a process started with another seed: the checkpoint holds
-// the draws trained on and the versions the steps in flight sample, a resume with another
-// max_lag is refused, and the resume issues the steps in flight again under those versions (a
-// fresh endpoint serves them from the adapters on disk) and finishes the run. Catches: a
-// checkpoint without the versions, a cursor past the draws in flight (they would be lost), and
-// a resume that cannot serve the older versions. (Bit identity with an uninterrupted run is not
-// reached yet: not asserted.)
+// Concurrent batched serving that decodes each sequence on its own (allot serve
+// --deterministic, max_batch 32, two workers).
+class DeterministicServe : public ServedTinyModel {
+ public:
+  explicit DeterministicServe(const std::string& model_dir = "")
+      : ServedTinyModel(32, model_dir, /*deterministic=*/true) {}
+};
+
+// Two asynchronous runs of one seed against concurrent batched serving train bit-identical
+// adapters. Catches: float32 decoding that depends on the batch's composition (the rollout
+// log-probs the truncated IS weights read differ in their last bits: the run against default
+// batching, below, ends elsewhere), and LoRA dropout drawn from the process's default generator,
+// which the endpoint's adapter swaps drew from during the learner's update (in-process
+// endpoint; the runs then differed about two times in three at step 2 or 3).
+TEST(GrpoAsyncIntegrationTest, TwoRunsWithOneSeedAreBitIdentical) {
+  models::SetCpuThreads(1);
+  testing::RegisterTagEnv(rollout::EnvRegistry::Global());
+  const std::string base = models::testing::MakeTempDir("grpo_async_repeat");
+  auto run = [&](const std::string& name, bool deterministic) {
+    ServedTinyModel served(32, "", deterministic);
+    auto t = GrpoTrainer::Create(AsyncRunOptions(served, base + "/" + name, 11));
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    if (!t.ok()) return std::vector<at::Tensor>{};
+    auto r = (*t)->Run(nullptr, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return AdapterTensors((*t)->policy());
+  };
+  const auto a = run("a", true);
+  const auto b = run("b", true);
+  ASSERT_FALSE(a.empty() || b.empty());
+  EXPECT_EQ(MaxDiff(a, b), 0.0);
+  EXPECT_GT(MaxDiff(a, run("batched", false)), 0.0)
+      << "default batching trained the same adapter: the test cannot see batch dependence";
+}
+
+// kill -9 during step N + 1 of an asynchronous run (after its update, with the groups of steps
+// N + 2 and N + 3 in flight), then a resume from a process started with another seed, against a
+// fresh endpoint (concurrent batched serving, batch-invariant): the checkpoint holds the draws
+// trained on and the versions the steps in flight sample, a resume with another max_lag is
+// refused, the resume issues the steps in flight again under those versions (served from the
+// adapters on disk), and the run ends bit-identical to 2N uninterrupted steps. Catches: a
+// checkpoint without the versions, a cursor past the draws in flight (they would be lost), a
+// resume that cannot serve the older versions, a resumed run that draws with the command
+// line's seed instead of its checkpoint's, and versions pushed to the workers one after another
+// of which a worker got only the last (the dispatcher replaced a version not yet sent: the
+// steps in flight were sampled by the newest adapter instead of theirs).
 TEST(GrpoAsyncIntegrationTest, KilledRunResumesItsStepsInFlight) {
   models::SetCpuThreads(1);
   testing::RegisterTagEnv(rollout::EnvRegistry::Global());
@@ -1195,7 +1236,7 @@ TEST(GrpoAsyncIntegrationTest, KilledRunResumesItsStepsInFlight) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        ServedTinyModel served(1, base + "/child_model");
+        DeterministicServe served(base + "/child_model");
         auto o = AsyncRunOptions(served, base + "/killed", 11);
         o.on_step_end = [](int64_t step) {
           if (step == kResumeN + 1) raise(SIGKILL);
@@ -1219,7 +1260,7 @@ TEST(GrpoAsyncIntegrationTest, KilledRunResumesItsStepsInFlight) {
   }
 
   // A resume that disagrees on max_lag is refused, naming the key.
-  ServedTinyModel served(1);
+  DeterministicServe served;
   auto other_lag = AsyncRunOptions(served, base + "/killed", 99);
   other_lag.grpo.async.max_lag = 1;
   auto refused = GrpoTrainer::Create(other_lag);
@@ -1238,6 +1279,12 @@ TEST(GrpoAsyncIntegrationTest, KilledRunResumesItsStepsInFlight) {
   ASSERT_TRUE(sb.ok()) << sb.status().message();
   EXPECT_EQ(sb->steps_this_run, kResumeN);
   EXPECT_EQ(sb->policy_version, static_cast<uint64_t>(2 * kResumeN + 1));
+  // The steps in flight trained on what their pinned versions sampled, each once.
+  DeterministicServe served_straight;
+  auto straight = GrpoTrainer::Create(AsyncRunOptions(served_straight, base + "/straight", 11));
+  ASSERT_TRUE(straight.ok());
+  ASSERT_TRUE((*straight)->Run(nullptr, nullptr).ok());
+  EXPECT_TRUE(SameAdapter((*straight)->policy(), (*resumed)->policy()));
 }
 
 // Asynchronous GRPO runs deterministic only, and without the modes whose draws depend on arrival

@@ -43,7 +43,8 @@
 // sample the version their request names (the ledger keeps it on every dispatch; the workers
 // keep the recent versions), so a group run again after a worker's death is sampled by its own
 // version too, and a step's batch is the same draws under the same version whatever the arrival
-// order. (Two runs of one seed are not bit-identical yet: docs/architecture.md, Not there yet.)
+// order; against batch-invariant serving (allot serve --deterministic) two runs of one seed,
+// and a killed and resumed one, train bit-identical adapters (docs/training.md).
 // A checkpoint records the versions the steps in flight sample; a resume issues their draws
 // again (none was trained on) and has the endpoint serve those versions from the adapters
 // written then. Dynamic sampling (its refills would depend on arrival order) and alternation are
