@@ -10,12 +10,18 @@ the epoch, as seen by the proxy: the delay included) is appended to --log as one
 "START END"; the bench reads the endpoint's busy and idle time from them.
 """
 import argparse
-import http.client
 import http.server
+import os
 import sys
 import threading
 import time
 import urllib.parse
+
+# The forwarding is the chaos suite's fault proxy's (tests/chaos/fault_proxy.py).
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "chaos"))
+from fault_proxy import relay  # noqa: E402
 
 
 class State:
@@ -46,20 +52,7 @@ def handler(state):
             generation = method == "POST" and self.path.rstrip("/").endswith("completions")
             if generation and state.delay_s > 0:
                 time.sleep(state.delay_s)
-            conn = http.client.HTTPConnection(state.host, state.port, timeout=600)
-            headers = {k: v for k, v in self.headers.items()
-                       if k.lower() not in ("host", "connection", "content-length")}
-            conn.request(method, self.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            self.send_response(resp.status)
-            for k, v in resp.getheaders():
-                if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                    self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            conn.close()
+            relay(self, state.host, state.port, method, body)
             if generation:
                 state.record(start, time.time())
 

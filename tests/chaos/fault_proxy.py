@@ -57,6 +57,25 @@ class State:
             os.replace(self.stats_path + ".tmp", self.stats_path)
 
 
+def relay(request, host, port, method, body):
+    """Forwards `request` (a BaseHTTPRequestHandler) to host:port and writes the upstream's
+    answer back, whole, with its status and headers (hop-by-hop ones dropped)."""
+    conn = http.client.HTTPConnection(host, port, timeout=600)
+    headers = {k: v for k, v in request.headers.items()
+               if k.lower() not in ("host", "connection", "content-length")}
+    conn.request(method, request.path, body=body, headers=headers)
+    resp = conn.getresponse()
+    data = resp.read()
+    request.send_response(resp.status)
+    for k, v in resp.getheaders():
+        if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+            request.send_header(k, v)
+    request.send_header("Content-Length", str(len(data)))
+    request.end_headers()
+    request.wfile.write(data)
+    conn.close()
+
+
 def handler(state):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -92,20 +111,7 @@ def handler(state):
                 return
             if kind == "stall_3s":
                 time.sleep(3)
-            conn = http.client.HTTPConnection(state.host, state.port, timeout=600)
-            headers = {k: v for k, v in self.headers.items()
-                       if k.lower() not in ("host", "connection", "content-length")}
-            conn.request(method, self.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            self.send_response(resp.status)
-            for k, v in resp.getheaders():
-                if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                    self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            conn.close()
+            relay(self, state.host, state.port, method, body)
             state.forwarded()
 
         def do_GET(self):
