@@ -143,15 +143,22 @@ TEST(CommLauncherIntegrationTest, RestartPolicyChoosesTheCommandOrRefuses) {
   LaunchOptions options;
   options.nproc = 2;
   options.max_restarts = 3;
+  // Each rank writes its line and fails only once both ranks of the start have written theirs
+  // (at most 10 s): the launcher stops the other rank when one fails, which could otherwise
+  // come before that rank's line.
+  auto Start = [&](const std::string& what) {
+    return "echo \"$RANK " + what + "\" >> " + count + "; i=0; while [ \"$(grep -c '" + what +
+           "' " + count + ")\" -lt 2 ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; exit 4";
+  };
   std::vector<int> asked;
   options.restart = [&](const LaunchResult& failure,
                         int restart) -> Result<std::vector<std::string>> {
     asked.push_back(restart);
     EXPECT_EQ(failure.exit_code, 4);
     if (restart == 2) return NotFound("no verified checkpoint");
-    return Sh("echo \"$RANK restarted\" >> " + count + "; exit 4");
+    return Sh(Start("restarted"));
   };
-  auto result = LaunchLocalRanks(Sh("echo \"$RANK first\" >> " + count + "; exit 4"), options);
+  auto result = LaunchLocalRanks(Sh(Start("first")), options);
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(result->exit_code, 4);
   EXPECT_EQ(asked, (std::vector<int>{1, 2}));
