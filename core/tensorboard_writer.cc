@@ -38,10 +38,17 @@ Result<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::Create(const std::
   char host[256] = "localhost";
   ::gethostname(host, sizeof(host) - 1);
   std::unique_ptr<TensorBoardWriter> w(new TensorBoardWriter());
-  w->path_ = (std::filesystem::path(dir) /
-              ("events.out.tfevents." + std::to_string(static_cast<int64_t>(NowSeconds())) + "." +
-               host))
-                 .string();
+  // <time>.<host>.<pid>, and a counter where that file exists: a resumed run that starts within
+  // the second of the run it resumes must not append to that run's file.
+  const std::string base =
+      (std::filesystem::path(dir) /
+       ("events.out.tfevents." + std::to_string(static_cast<int64_t>(NowSeconds())) + "." + host +
+        "." + std::to_string(::getpid())))
+          .string();
+  w->path_ = base;
+  for (int k = 1; std::filesystem::exists(w->path_, ec); ++k) {
+    w->path_ = base + "." + std::to_string(k);
+  }
   w->file_ = std::fopen(w->path_.c_str(), "ab");
   if (w->file_ == nullptr) return Internal("open " + w->path_ + ": " + std::strerror(errno));
   tensorboard::Event ev;
